@@ -1,0 +1,194 @@
+"""The session file's header and entry types (SPEC 1.2-1.4), pi's and oh-my-pi's.
+
+Every line after the header is one entry: ``{type, id, parentId, timestamp,
+...}``. The tagged union ``Entry`` decodes the known types; a line of a type
+sessiond does not know becomes an ``UnknownEntry`` (built by the store, never
+decoded from this union) and is carried through unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeAlias
+
+import msgspec
+
+from .messages import _STRUCT_OPTIONS, AgentMessage, UserContentBlock
+
+CURRENT_SESSION_VERSION = 3
+
+
+class SessionHeader(
+    msgspec.Struct, tag_field="type", tag="session", kw_only=True, **_STRUCT_OPTIONS
+):
+    version: int | None = None
+    id: str
+    timestamp: str
+    cwd: str = ""
+    parent_session: str | None = None
+    title: str | None = None
+    title_source: str | None = None
+
+
+class _EntryBase(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    # Positional (not kw_only) so that these come first on every line, in pi's
+    # order; subclasses are kw_only. parentId is written even when null: pi's
+    # readers tell a root (null) from a v1 entry (absent).
+    id: str
+    parent_id: str | None
+    timestamp: str
+
+
+class MessageEntry(_EntryBase, tag_field="type", tag="message", kw_only=True):
+    message: AgentMessage
+
+
+class ThinkingLevelChangeEntry(
+    _EntryBase, tag_field="type", tag="thinking_level_change", kw_only=True
+):
+    # pi writes a string; oh-my-pi writes null when the level is cleared.
+    thinking_level: str | None
+
+
+class ModelChangeEntry(_EntryBase, tag_field="type", tag="model_change", kw_only=True):
+    # pi: provider + modelId. oh-my-pi: model = "provider/modelId" and a role.
+    provider: str | None = None
+    model_id: str | None = None
+    model: str | None = None
+    role: str | None = None
+
+
+class CompactionEntry(_EntryBase, tag_field="type", tag="compaction", kw_only=True):
+    summary: str
+    first_kept_entry_id: str
+    tokens_before: int
+    details: Any = None
+    from_hook: bool | None = None
+    from_extension: bool | None = None
+    short_summary: str | None = None
+    preserve_data: dict[str, Any] | None = None
+
+    @property
+    def made_by_extension(self) -> bool:
+        """pi writes ``fromHook``, oh-my-pi ``fromExtension``; either means a hook made it."""
+        return bool(self.from_hook or self.from_extension)
+
+
+class BranchSummaryEntry(_EntryBase, tag_field="type", tag="branch_summary", kw_only=True):
+    from_id: str
+    summary: str
+    details: Any = None
+    from_hook: bool | None = None
+    from_extension: bool | None = None
+
+    @property
+    def made_by_extension(self) -> bool:
+        return bool(self.from_hook or self.from_extension)
+
+
+class CustomEntry(_EntryBase, tag_field="type", tag="custom", kw_only=True):
+    custom_type: str
+    data: Any = None
+
+
+class CustomMessageEntry(_EntryBase, tag_field="type", tag="custom_message", kw_only=True):
+    custom_type: str
+    content: str | list[UserContentBlock]
+    display: bool
+    details: Any = None
+    attribution: str | None = None
+
+
+class LabelEntry(_EntryBase, tag_field="type", tag="label", kw_only=True):
+    target_id: str
+    label: str | None = None
+
+
+class SessionInfoEntry(_EntryBase, tag_field="type", tag="session_info", kw_only=True):
+    name: str | None = None
+
+
+class ServiceTierChangeEntry(_EntryBase, tag_field="type", tag="service_tier_change", kw_only=True):
+    service_tier: str | None
+
+
+class TtsrInjectionEntry(_EntryBase, tag_field="type", tag="ttsr_injection", kw_only=True):
+    injected_rules: list[str]
+
+
+class McpToolSelectionEntry(_EntryBase, tag_field="type", tag="mcp_tool_selection", kw_only=True):
+    selected_tool_names: list[str]
+
+
+class SessionInitEntry(_EntryBase, tag_field="type", tag="session_init", kw_only=True):
+    system_prompt: str
+    task: str
+    tools: list[str]
+    output_schema: Any = None
+
+
+class ModeChangeEntry(_EntryBase, tag_field="type", tag="mode_change", kw_only=True):
+    mode: str
+    data: Any = None
+
+
+KnownEntry: TypeAlias = (
+    MessageEntry
+    | ThinkingLevelChangeEntry
+    | ModelChangeEntry
+    | CompactionEntry
+    | BranchSummaryEntry
+    | CustomEntry
+    | CustomMessageEntry
+    | LabelEntry
+    | SessionInfoEntry
+    | ServiceTierChangeEntry
+    | TtsrInjectionEntry
+    | McpToolSelectionEntry
+    | SessionInitEntry
+    | ModeChangeEntry
+)
+
+
+class UnknownEntry(msgspec.Struct, kw_only=True, **_STRUCT_OPTIONS):
+    """An entry of a type sessiond does not know, or one it could not read as its type.
+
+    It keeps its place in the tree (id, parentId) and contributes nothing to
+    the context. ``data`` is the whole decoded line.
+    """
+
+    type: str
+    id: str
+    parent_id: str | None
+    timestamp: str
+    data: dict[str, Any]
+
+
+Entry: TypeAlias = KnownEntry | UnknownEntry
+
+ENTRY_TYPES: frozenset[str] = frozenset(
+    {
+        "message",
+        "thinking_level_change",
+        "model_change",
+        "compaction",
+        "branch_summary",
+        "custom",
+        "custom_message",
+        "label",
+        "session_info",
+        "service_tier_change",
+        "ttsr_injection",
+        "mcp_tool_selection",
+        "session_init",
+        "mode_change",
+    }
+)
+
+
+def entry_type(entry: Entry) -> str:
+    """The ``type`` tag of an entry, for known and unknown entries alike."""
+    if isinstance(entry, UnknownEntry):
+        return entry.type
+    tag = type(entry).__struct_config__.tag
+    assert isinstance(tag, str)
+    return tag

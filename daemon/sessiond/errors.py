@@ -1,0 +1,126 @@
+"""One exception hierarchy for everything sessiond reports.
+
+Every error has a stable JSON-RPC ``code`` and a ``kind`` string (the
+``data.kind`` clients switch on), plus optional structured ``details``. The
+server maps them to JSON-RPC errors one to one; the CLI prints ``message`` and
+exits non-zero. Codes and kinds are part of the protocol: add new ones, never
+renumber (see ``protocol/README.md``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+# JSON-RPC 2.0 and LSP codes that sessiond uses as they are.
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+SERVER_NOT_INITIALIZED = -32002
+REQUEST_CANCELLED = -32800
+
+
+class SessiondError(Exception):
+    """Base of every error sessiond raises on purpose."""
+
+    code: ClassVar[int] = INTERNAL_ERROR
+    kind: ClassVar[str] = "internal"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details: dict[str, Any] = details
+
+    def to_data(self) -> dict[str, Any]:
+        """The JSON-RPC ``error.data`` object: the kind plus the details."""
+        return {"kind": self.kind, **self.details}
+
+
+class InvalidParamsError(SessiondError):
+    code = INVALID_PARAMS
+    kind = "invalidParams"
+
+
+class NotFoundError(SessiondError):
+    """An unknown session id or entry id. The message is pi's ``Entry <id> not found``."""
+
+    code = -32010
+    kind = "notFound"
+
+
+class ConflictError(SessiondError):
+    """The caller's view is stale: ``expectedLeafId`` no longer matches, a path exists..."""
+
+    code = -32011
+    kind = "conflict"
+
+
+class BusyError(SessiondError):
+    """Another operation that must not interleave with this one is running."""
+
+    code = -32012
+    kind = "busy"
+
+
+class CancelledError(SessiondError):
+    """The operation was cancelled (by the caller, an abort, or a hook)."""
+
+    code = REQUEST_CANCELLED
+    kind = "cancelled"
+
+
+class NothingToCompactError(SessiondError):
+    code = -32013
+    kind = "nothingToCompact"
+
+
+class AlreadyCompactedError(SessiondError):
+    code = -32014
+    kind = "alreadyCompacted"
+
+
+class SummarizerError(SessiondError):
+    """Every summarizer candidate failed; the message is pi's failure string."""
+
+    code = -32015
+    kind = "summarizerFailed"
+
+
+class SessionLockedError(SessiondError):
+    """Another process holds the session file's lock; ``details`` names the owner."""
+
+    code = -32016
+    kind = "sessionLocked"
+
+
+class InvalidSessionFileError(SessiondError):
+    """The file is not a session sessiond can open. ``details.reason`` says why.
+
+    Reasons: ``empty``, ``notASessionFile``, ``invalidHeader``,
+    ``unsupportedVersion``, ``invalidUtf8``, ``notAFile``.
+    """
+
+    code = -32017
+    kind = "invalidSessionFile"
+
+
+class StorageError(SessiondError):
+    """Reading or writing the session file failed at the OS level."""
+
+    code = -32018
+    kind = "storage"
+
+
+class InvalidEntryError(SessiondError):
+    """An entry a client asked to append is not a valid entry of its type."""
+
+    code = INVALID_PARAMS
+    kind = "invalidEntry"
+
+
+class NotAllowedError(SessiondError):
+    """The request is valid but refused (a path outside what the client may open...)."""
+
+    code = -32019
+    kind = "notAllowed"

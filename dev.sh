@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The project's two entry points (see README.md):
+#   ./dev.sh demo   install into .venv, then run the daemon's demo on the bundled sample session
+#   ./dev.sh test   install into .venv (with the test tools), then lint, type-check and test everything
+# Only package registries are contacted (PyPI, and npm for the TypeScript client's tests).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+VENV="${SESSIOND_VENV:-.venv}"
+PYTHON="${PYTHON:-python3}"
+
+ensure_venv() {
+  if [ ! -x "$VENV/bin/python" ]; then
+    "$PYTHON" -m venv "$VENV"
+  fi
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip >/dev/null
+  local log
+  log="$(mktemp)"
+  if ! "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+      -c constraints.txt -e ".$1" >"$log" 2>&1; then
+    grep -v "is ignored" "$log" >&2 || true
+    rm -f "$log"
+    echo "dev.sh: installing sessiond into $VENV failed (see above)" >&2
+    exit 1
+  fi
+  rm -f "$log"
+}
+
+case "${1:-}" in
+  demo)
+    shift
+    ensure_venv ""
+    exec "$VENV/bin/sessiond" demo "$@"
+    ;;
+  test)
+    shift
+    ensure_venv "[test]"
+    echo "== ruff"
+    "$VENV/bin/ruff" check daemon tests bench
+    "$VENV/bin/ruff" format --check daemon
+    echo "== mypy --strict daemon/"
+    "$VENV/bin/mypy" --strict daemon/sessiond
+    echo "== pytest"
+    "$VENV/bin/python" -m pytest "$@"
+    ;;
+  *)
+    echo "usage: ./dev.sh demo | ./dev.sh test [pytest args]" >&2
+    exit 2
+    ;;
+esac
