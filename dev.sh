@@ -37,7 +37,7 @@ case "${1:-}" in
     ensure_venv "[test]"
     echo "== ruff"
     "$VENV/bin/ruff" check daemon tests bench
-    "$VENV/bin/ruff" format --check daemon
+    "$VENV/bin/ruff" format --check daemon tests
     echo "== mypy --strict daemon/"
     "$VENV/bin/mypy" --strict daemon/sessiond
     echo "== pytest"

@@ -69,13 +69,19 @@ def test_world_writable_file_is_warned_about(tmp_path: Path):
 
 def test_strict_override_raises():
     with pytest.raises(InvalidParamsError) as info:
-        merge_settings(Settings(), {"compaction": {"strategy": "sometimes"}}, strict=True, source="request")
+        merge_settings(
+            Settings(), {"compaction": {"strategy": "sometimes"}}, strict=True, source="request"
+        )
     assert "compaction.strategy" in info.value.message
 
 
 def test_assignments_parse_json_values():
     overrides = parse_assignments(
-        ["compaction.reserveTokens=8000", "compaction.remoteEndpoint=http://x/y", "retry.enabled=false"]
+        [
+            "compaction.reserveTokens=8000",
+            "compaction.remoteEndpoint=http://x/y",
+            "retry.enabled=false",
+        ]
     )
     assert overrides == {
         "compaction": {"reserveTokens": 8000, "remoteEndpoint": "http://x/y"},

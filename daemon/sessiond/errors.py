@@ -19,6 +19,8 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 SERVER_NOT_INITIALIZED = -32002
 REQUEST_CANCELLED = -32800
+# sessiond's own code in the JSON-RPC "server error" range.
+UNAUTHORIZED = -32001
 
 
 class SessiondError(Exception):
@@ -35,6 +37,39 @@ class SessiondError(Exception):
     def to_data(self) -> dict[str, Any]:
         """The JSON-RPC ``error.data`` object: the kind plus the details."""
         return {"kind": self.kind, **self.details}
+
+
+class ParseError(SessiondError):
+    """The message body is not JSON (or its frame header is broken); answered with ``id: null``."""
+
+    code = PARSE_ERROR
+    kind = "parseError"
+
+
+class InvalidRequestError(SessiondError):
+    """The message is JSON but not a JSON-RPC 2.0 request the server accepts."""
+
+    code = INVALID_REQUEST
+    kind = "invalidRequest"
+
+
+class MethodNotFoundError(SessiondError):
+    code = METHOD_NOT_FOUND
+    kind = "methodNotFound"
+
+
+class ServerNotInitializedError(SessiondError):
+    """A request arrived on a connection before its ``initialize``."""
+
+    code = SERVER_NOT_INITIALIZED
+    kind = "serverNotInitialized"
+
+
+class UnauthorizedError(SessiondError):
+    """A TCP client's ``initialize`` carried no ``authToken`` or a wrong one."""
+
+    code = UNAUTHORIZED
+    kind = "unauthorized"
 
 
 class InvalidParamsError(SessiondError):

@@ -34,6 +34,8 @@ class CompactionSettings(msgspec.Struct, **_OPTIONS):
     threshold_percent: float = -1
     threshold_tokens: float = -1
     reserve_tokens: NonNegativeInt = 16384
+    # oh-my-pi raises the reserve to 15 % of the window; pi does not (0).
+    reserve_floor_percent: Annotated[float, msgspec.Meta(ge=0, le=99)] = 0
     keep_recent_tokens: NonNegativeInt = 20000
     auto_continue: bool = True
     remote_enabled: bool = True

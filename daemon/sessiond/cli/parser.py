@@ -1,4 +1,4 @@
-"""The argument parser of the ``sessiond`` command (filled in per subcommand)."""
+"""The ``sessiond`` command line: one module per subcommand."""
 
 from __future__ import annotations
 
@@ -6,15 +6,30 @@ import argparse
 
 from sessiond._version import __version__
 
+from . import context_cmd, info_cmd, tree_cmd
+from .common import run_command
+
+DESCRIPTION = (
+    "sessiond owns LLM coding-agent sessions (pi's JSONL session tree): it builds "
+    "the context, compacts old history, navigates branches, and serves all of it "
+    "to editors and agents over JSON-RPC."
+)
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sessiond", description=__doc__)
+    parser = argparse.ArgumentParser(prog="sessiond", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"sessiond {__version__}")
+    subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
+    for module in (context_cmd, tree_cmd, info_cmd):
+        module.add_parser(subparsers)
     return parser
 
 
 def run(argv: list[str]) -> int:
     parser = build_parser()
-    parser.parse_args(argv)
-    parser.print_help()
-    return 0
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 2
+    return run_command(handler, args)

@@ -269,16 +269,29 @@ def text_of_blocks(content: str | list[UserContentBlock]) -> str:
     return "".join(block.text for block in content if isinstance(block, TextContent))
 
 
-class UnknownMessage(msgspec.Struct, kw_only=True, **_STRUCT_OPTIONS):
+class UnknownMessage:
     """A message whose role or shape sessiond does not understand.
 
     Context building passes it through (pi appends every message as it is), it
     counts no tokens, is never a cut point and is dropped by ``convert_to_llm``.
-    ``data`` is the whole decoded message object.
+    ``data`` is the whole decoded message object, and that is what it encodes
+    to (see ``core.encoding``). Not a Struct, so that encoding can reach it.
     """
 
-    role: str
-    data: dict[str, Any]
+    __slots__ = ("data", "role")
+
+    def __init__(self, role: str, data: dict[str, Any]) -> None:
+        self.role = role
+        self.data = data
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, UnknownMessage) and other.data == self.data
+
+    def __hash__(self) -> int:
+        return hash(self.role)
+
+    def __repr__(self) -> str:
+        return f"UnknownMessage(role={self.role!r})"
 
 
 AnyMessage: TypeAlias = AgentMessage | UnknownMessage

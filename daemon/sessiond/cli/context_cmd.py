@@ -1,0 +1,49 @@
+"""``sessiond context FILE``: the context pi would send at a leaf."""
+
+from __future__ import annotations
+
+import argparse
+
+from sessiond.core.context import UNSET
+from sessiond.core.convert import convert_to_llm
+from sessiond.store.export import context_json
+from sessiond.store.session import SessionStore
+
+from .common import add_settings_arguments, effective_settings, write_json
+from .render import describe_message
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "context",
+        help="print the LLM context at the leaf (or another entry)",
+        description="Build the context pi would send to the model at the session's leaf.",
+    )
+    parser.add_argument("file", help="a session .jsonl file")
+    parser.add_argument("--leaf", help="build the context at this entry id instead of the leaf")
+    parser.add_argument(
+        "--llm", action="store_true", help="after convertToLlm: provider-ready messages"
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print {messages, thinkingLevel, model}"
+    )
+    add_settings_arguments(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = effective_settings(args)
+    with SessionStore.open(args.file, readonly=True, storage=settings.storage) as store:
+        leaf = args.leaf if args.leaf is not None else UNSET
+        if args.leaf is not None:
+            store.record(args.leaf)  # an unknown id is an error here, not pi's silent fallback
+        context = store.build_context(leaf)
+        if args.json:
+            write_json(context_json(store, context, "llm" if args.llm else "agent"))
+            return 0
+        messages = convert_to_llm(context.messages) if args.llm else context.messages
+        model = f"{context.model.provider}/{context.model.model_id}" if context.model else "none"
+        print(f"{len(messages)} messages, thinking {context.thinking_level}, model {model}")
+        for index, message in enumerate(messages):
+            print(f"[{index}] {describe_message(message, 100)}")
+    return 0

@@ -1,0 +1,125 @@
+"""Low-level writes with the durability promises of DESIGN.md.
+
+Appends are one ``write()`` of whole lines on an ``O_APPEND`` descriptor;
+rewrites go to a temporary file that is fsynced, renamed over the target, and
+followed by an fsync of the directory. Nothing here ever writes in place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Iterable
+from pathlib import Path
+
+from sessiond.errors import StorageError
+
+
+def _storage_error(action: str, path: Path, exc: OSError) -> StorageError:
+    return StorageError(f"cannot {action} {path}: {exc.strerror or exc}", path=str(path))
+
+
+def fsync_directory(directory: Path) -> None:
+    """Make a rename or a new file in ``directory`` durable (no-op where unsupported)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """One ``write()`` in the normal case; loops only if the OS writes partially."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def temporary_path_for(target: Path) -> Path:
+    return target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+
+
+def atomic_write(target: Path, chunks: Iterable[bytes], *, mode: int = 0o644) -> None:
+    """Replace (or create) ``target`` with ``chunks``: temp file, fsync, rename, fsync dir."""
+    temporary = temporary_path_for(target)
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+    except OSError as exc:
+        raise _storage_error("create a temporary file beside", target, exc) from None
+    try:
+        try:
+            for chunk in chunks:
+                write_all(fd, chunk)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise _storage_error("write", target, exc) from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    fsync_directory(target.parent)
+
+
+class AppendFile:
+    """The session file opened for appending whole lines."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        except OSError as exc:
+            raise _storage_error("open for appending", path, exc) from None
+        self.dirty = False
+
+    def append(self, data: bytes, *, sync: bool) -> None:
+        try:
+            write_all(self._fd, data)
+            self.dirty = True
+            if sync:
+                self.sync()
+        except OSError as exc:
+            raise _storage_error("append to", self.path, exc) from None
+
+    def sync(self) -> None:
+        if self.dirty:
+            os.fsync(self._fd)
+            self.dirty = False
+
+    def close(self) -> None:
+        try:
+            self.sync()
+        finally:
+            os.close(self._fd)
+
+
+def save_aside(path: Path, data: bytes) -> Path:
+    """Write ``data`` to a new ``<path>.corrupt`` (or ``.corrupt.N``) file, durably."""
+    for attempt in range(1000):
+        suffix = ".corrupt" if attempt == 0 else f".corrupt.{attempt}"
+        candidate = path.with_name(path.name + suffix)
+        try:
+            fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise _storage_error("save damaged bytes beside", path, exc) from None
+        try:
+            write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        fsync_directory(path.parent)
+        return candidate
+    raise StorageError(f"too many .corrupt files beside {path}", path=str(path))

@@ -1,0 +1,96 @@
+"""Listing the sessions of a directory: pi's session picker data."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import msgspec
+
+from sessiond.core.decode import NotAnEntry, decode_entry
+from sessiond.core.entries import MessageEntry
+from sessiond.core.messages import UserMessage, text_of_blocks
+from sessiond.errors import InvalidSessionFileError
+
+from .scan import read_session_bytes, scan
+
+
+class SessionSummary(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
+    path: str
+    session_id: str
+    cwd: str
+    created: str
+    # pi's rule: the time of the last user or assistant message; the file's
+    # modification time when there is none.
+    modified: str
+    entry_count: int
+    first_message: str
+    name: str | None = None
+    parent_session: str | None = None
+
+
+def list_sessions(directory: Path) -> list[SessionSummary]:
+    """Every readable session file in ``directory``, most recently modified first.
+
+    Files that are not sessions (or not readable) are skipped: a listing
+    should show what can be opened. Temporary and lock files never qualify.
+    """
+    summaries: list[SessionSummary] = []
+    try:
+        candidates = sorted(directory.iterdir())
+    except FileNotFoundError:
+        return []
+    for path in candidates:
+        if path.suffix != ".jsonl" or path.name.startswith(".") or not path.is_file():
+            continue
+        try:
+            summaries.append(summarize_session(path))
+        except (InvalidSessionFileError, OSError):
+            continue
+    summaries.sort(key=lambda summary: summary.modified, reverse=True)
+    return summaries
+
+
+def summarize_session(path: Path) -> SessionSummary:
+    size, chunks = read_session_bytes(path)
+    result = scan(path, chunks, size)
+    first_message = ""
+    last_message_time: str | None = None
+    name: str | None = None
+    with open(path, "rb") as handle:
+        for record in result.records:
+            if record.type == "session_info" and record.entry is not None:
+                entry_name = getattr(record.entry, "name", None)
+                if entry_name:
+                    name = entry_name
+            if record.type != "message" or record.role not in ("user", "assistant"):
+                continue
+            last_message_time = record.timestamp or last_message_time
+            if first_message or record.role != "user":
+                continue
+            handle.seek(record.offset)
+            try:
+                entry = decode_entry(handle.read(record.length))
+            except (msgspec.DecodeError, NotAnEntry):
+                continue
+            if isinstance(entry, MessageEntry) and isinstance(entry.message, UserMessage):
+                first_message = text_of_blocks(entry.message.content)
+    modified = last_message_time or _mtime(path)
+    return SessionSummary(
+        path=str(path),
+        session_id=result.header.id,
+        cwd=result.header.cwd,
+        created=result.header.timestamp,
+        modified=modified,
+        entry_count=len(result.records),
+        first_message=first_message,
+        name=name,
+        parent_session=result.header.parent_session,
+    )
+
+
+def _mtime(path: Path) -> str:
+    from sessiond.paths import iso_now
+
+    return iso_now(datetime.fromtimestamp(os.stat(path).st_mtime, UTC))

@@ -1,0 +1,938 @@
+"""A session file opened for reading and writing: pi's SessionManager, made durable.
+
+``SessionStore.open`` indexes an existing file (repairing a torn tail and
+migrating old versions); ``SessionStore.create`` starts a new session that is
+written to disk only when the first assistant message arrives, as pi does.
+Every mutation goes through ``append_entries``: one ``write()`` of whole
+lines under the current leaf, then the index and the leaf view are updated.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import msgspec
+
+from sessiond.core.context import (
+    UNSET,
+    SessionContext,
+    _Unset,
+    context_from_path,
+    iso_to_ms,
+)
+from sessiond.core.decode import NotAnEntry, decode_entry
+from sessiond.core.entries import (
+    CURRENT_SESSION_VERSION,
+    ENTRY_TYPES,
+    Entry,
+    KnownEntry,
+    LabelEntry,
+    MessageEntry,
+    SessionHeader,
+    SessionInfoEntry,
+    UnknownEntry,
+)
+from sessiond.core.messages import AgentMessage, AssistantMessage
+from sessiond.errors import (
+    ConflictError,
+    InvalidEntryError,
+    InvalidSessionFileError,
+    NotFoundError,
+    StorageError,
+)
+from sessiond.paths import iso_now, session_dir_for, session_file_name
+from sessiond.settings import StorageSettings
+
+from .fileio import AppendFile, atomic_write, save_aside
+from .leaf_view import LeafView
+from .lock import SessionLock
+from .migrate import migrate_lines
+from .records import EntryRecord
+from .recovery import RecoveryReport
+from .scan import ScanResult, read_session_bytes, scan
+
+FsyncPolicy = Literal["always", "batch", "never"]
+Clock = Callable[[], datetime]
+
+_MESSAGE_CACHE_SIZE: Final = 4096
+_ID_ATTEMPTS: Final = 100
+# Roles a message entry must never carry: pi synthesises them from entries.
+_FORBIDDEN_ROLES: Final = frozenset({"compactionSummary", "branchSummary"})
+_BASE_KEYS: Final = ("id", "parentId", "timestamp")
+# Entries that are fsynced before an append returns, whatever the policy.
+_ALWAYS_SYNCED: Final = frozenset({"compaction", "branch_summary"})
+
+
+class _RawMessage(msgspec.Struct):
+    message: msgspec.Raw = msgspec.Raw(b"null")
+
+
+_RAW_MESSAGE_DECODER: Final = msgspec.json.Decoder(_RawMessage)
+
+
+class TreeNode(msgspec.Struct, kw_only=True):
+    """One node of ``get_tree``: an entry's record, its children, its current label."""
+
+    record: EntryRecord
+    children: list[TreeNode]
+    label: str | None = None
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class SessionStore:
+    """One session file: index, current leaf, appends, and the file itself."""
+
+    def __init__(
+        self,
+        *,
+        path: Path,
+        header: SessionHeader,
+        header_line: bytes,
+        scan_result: ScanResult | None,
+        storage: StorageSettings,
+        persisted: bool,
+        readonly: bool,
+        lock: SessionLock | None,
+        memory: bytes | None,
+        clock: Clock,
+    ) -> None:
+        self.path = path
+        self.header = header
+        self._header_line = header_line
+        self.storage = storage
+        self.readonly = readonly
+        self._lock = lock
+        self._clock = clock
+        self._persisted = persisted
+        # The file as bytes when it is read-only and was migrated only in memory.
+        self._memory = memory
+        self._read_fd: int | None = None
+        self._append: AppendFile | None = None
+        self._closed = False
+        self.recovery = scan_result.report if scan_result is not None else RecoveryReport()
+        self._size = scan_result.size if scan_result is not None else 0
+        self._needs_newline = scan_result is not None and not scan_result.ends_with_newline
+        self._records: list[EntryRecord] = []
+        self._by_id: dict[str, EntryRecord] = {}
+        self._children: dict[str, list[EntryRecord]] = {}
+        self._labels: dict[str, str] = {}
+        self._name: str | None = None
+        # Lines of a session not yet on disk, in append order.
+        self._unwritten: dict[str, bytes] = {}
+        self._unwritten_order: list[EntryRecord] = []
+        self._has_assistant = False
+        self._message_cache: OrderedDict[int, Entry] = OrderedDict()
+        self._view = LeafView(self.entry_of)
+        for record in scan_result.records if scan_result is not None else ():
+            self._index(record)
+        if scan_result is not None:
+            self._has_assistant = any(r.role == "assistant" for r in self._records)
+        leaf = self._records[-1] if self._records else None
+        self._view.reset(self._path_records(leaf) if leaf is not None else [])
+
+    # ------------------------------------------------------------------ opening
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        storage: StorageSettings | None = None,
+        readonly: bool = False,
+        clock: Clock = _utc_now,
+    ) -> SessionStore:
+        """Open an existing session file.
+
+        Writable: takes the lock, cuts a torn last line off into a ``.corrupt``
+        file, migrates an old version by atomic rewrite. Read-only: no lock and
+        no change to the file; repairs and migrations happen in memory only.
+        """
+        file_path = Path(path).absolute()
+        storage = storage or StorageSettings()
+        lock: SessionLock | None = None
+        if not readonly:
+            if not file_path.exists():
+                raise InvalidSessionFileError(
+                    f"{file_path}: no such session file", reason="notFound", path=str(file_path)
+                )
+            lock = SessionLock(file_path)
+            lock.acquire()
+        try:
+            size, chunks = read_session_bytes(file_path)
+            result = scan(file_path, chunks, size)
+            memory: bytes | None = None
+            if result.version < CURRENT_SESSION_VERSION:
+                result, memory = cls._migrate(file_path, result, readonly)
+            if result.torn_bytes is not None and not readonly:
+                cls._repair_torn_tail(file_path, result)
+            header_line = msgspec.json.encode(result.header_data)
+            store = cls(
+                path=file_path,
+                header=result.header,
+                header_line=header_line,
+                scan_result=result,
+                storage=storage,
+                persisted=True,
+                readonly=readonly,
+                lock=lock,
+                memory=memory,
+                clock=clock,
+            )
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+        return store
+
+    @staticmethod
+    def _migrate(path: Path, result: ScanResult, readonly: bool) -> tuple[ScanResult, bytes | None]:
+        original = path.read_bytes()
+        lines = original.split(b"\n")
+        trailing_torn = result.torn_bytes is not None
+        if trailing_torn:
+            lines = lines[:-1]  # the torn tail is handled after migration
+        elif lines and lines[-1] == b"":
+            lines = lines[:-1]
+        migrated, from_version = migrate_lines(lines, lambda used: _new_entry_id(used.__contains__))
+        data = b"".join(line + b"\n" for line in migrated)
+        if trailing_torn and result.torn_bytes is not None:
+            data += result.torn_bytes
+        if not readonly:
+            atomic_write(path, [data], mode=_file_mode(path))
+        rescanned = scan(path, iter([data]), len(data))
+        rescanned.report.migrated_from_version = from_version
+        return rescanned, (data if readonly else None)
+
+    @staticmethod
+    def _repair_torn_tail(path: Path, result: ScanResult) -> None:
+        torn, report = result.torn_bytes, result.report.torn_tail
+        assert torn is not None and report is not None
+        saved = save_aside(path, torn)
+        try:
+            with open(path, "r+b") as handle:
+                handle.truncate(report.offset)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as exc:
+            raise StorageError(
+                f"cannot cut the torn last line off {path}: {exc.strerror}", path=str(path)
+            ) from None
+        report.saved_to = str(saved)
+        result.size = report.offset
+        result.torn_bytes = None
+        result.ends_with_newline = True
+
+    @classmethod
+    def create(
+        cls,
+        cwd: str,
+        *,
+        session_dir: str | os.PathLike[str] | None = None,
+        path: str | os.PathLike[str] | None = None,
+        session_id: str | None = None,
+        parent_session: str | None = None,
+        storage: StorageSettings | None = None,
+        clock: Clock = _utc_now,
+    ) -> SessionStore:
+        """Start a new session. Nothing is written until the first assistant message
+        (or ``write_now``), exactly as pi; the lock is taken at once."""
+        storage = storage or StorageSettings()
+        session_id = session_id or str(uuid.uuid4())
+        created = iso_now(clock())
+        if path is not None:
+            file_path = Path(path).absolute()
+        else:
+            root = Path(session_dir) if session_dir is not None else None
+            if root is None and storage.session_dir:
+                root = Path(storage.session_dir).expanduser() / session_dir_for(cwd).name
+            directory = root if root is not None else session_dir_for(cwd)
+            file_path = directory.absolute() / session_file_name(created, session_id)
+        if file_path.exists() and file_path.stat().st_size > 0:
+            raise ConflictError(
+                f"{file_path} already exists; open it instead of creating a session there",
+                path=str(file_path),
+            )
+        try:
+            file_path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(
+                f"cannot create the session directory {file_path.parent}: {exc.strerror}",
+                path=str(file_path.parent),
+            ) from None
+        header = SessionHeader(
+            version=CURRENT_SESSION_VERSION,
+            id=session_id,
+            timestamp=created,
+            cwd=cwd,
+            parent_session=parent_session,
+        )
+        lock = SessionLock(file_path)
+        lock.acquire()
+        return cls(
+            path=file_path,
+            header=header,
+            header_line=msgspec.json.encode(header),
+            scan_result=None,
+            storage=storage,
+            persisted=False,
+            readonly=False,
+            lock=lock,
+            memory=None,
+            clock=clock,
+        )
+
+    # ------------------------------------------------------------------ identity
+
+    @property
+    def session_id(self) -> str:
+        return self.header.id
+
+    @property
+    def persisted(self) -> bool:
+        """Whether the file exists on disk yet (pi writes it lazily)."""
+        return self._persisted
+
+    @property
+    def name(self) -> str | None:
+        """The latest non-empty ``session_info`` name."""
+        return self._name
+
+    @property
+    def entry_count(self) -> int:
+        return len(self._records)
+
+    @property
+    def leaf_id(self) -> str | None:
+        leaf = self._view.leaf
+        return leaf.id if leaf is not None else None
+
+    @property
+    def leaf_view(self) -> LeafView:
+        return self._view
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        return self._labels
+
+    # ------------------------------------------------------------------ reading
+
+    def has_entry(self, entry_id: str) -> bool:
+        return entry_id in self._by_id
+
+    def record(self, entry_id: str) -> EntryRecord:
+        record = self._by_id.get(entry_id)
+        if record is None:
+            raise NotFoundError(f"Entry {entry_id} not found", entryId=entry_id)
+        return record
+
+    def records(self) -> Sequence[EntryRecord]:
+        """Every entry's record in file order, all branches."""
+        return self._records
+
+    def get_entry(self, entry_id: str) -> Entry | None:
+        record = self._by_id.get(entry_id)
+        return self.entry_of(record) if record is not None else None
+
+    def entries(self) -> Iterator[Entry]:
+        """Every entry in file order (decodes them all: for tools and tests)."""
+        for record in self._records:
+            yield self.entry_of(record)
+
+    def entry_of(self, record: EntryRecord) -> Entry:
+        """The decoded entry of a record. Metadata entries stay cached on the record;
+        message bodies go through a bounded cache so memory stays flat."""
+        if record.entry is not None:
+            return record.entry
+        key = id(record)
+        cached = self._message_cache.get(key)
+        if cached is not None:
+            self._message_cache.move_to_end(key)
+            return cached
+        entry = self._decode(record)
+        if record.type == "message":
+            self._message_cache[key] = entry
+            if len(self._message_cache) > _MESSAGE_CACHE_SIZE:
+                self._message_cache.popitem(last=False)
+        else:
+            record.entry = entry
+        return entry
+
+    def _decode(self, record: EntryRecord) -> Entry:
+        line = self.raw_line(record)
+        try:
+            return decode_entry(line)
+        except (msgspec.DecodeError, NotAnEntry):
+            # Indexed lines are JSON objects with ids; reaching this means the file
+            # changed under us. Keep the tree intact rather than fail the read.
+            return UnknownEntry(
+                type=record.type,
+                id=record.id,
+                parent_id=record.parent_id,
+                timestamp=record.timestamp,
+                data={},
+            )
+
+    def raw_line(self, record: EntryRecord) -> bytes:
+        """The entry's line as stored (without the newline), valid UTF-8."""
+        if record.offset < 0:
+            return self._unwritten[record.id]
+        if self._memory is not None:
+            data = self._memory[record.offset : record.offset + record.length]
+        else:
+            data = os.pread(self._reader(), record.length, record.offset)
+        if record.utf8_repaired:
+            data = data.decode("utf-8", "replace").encode("utf-8")
+        return data
+
+    def raw_message(self, record: EntryRecord) -> bytes:
+        """The original JSON of a message entry's ``message``, unknown fields included."""
+        return bytes(_RAW_MESSAGE_DECODER.decode(self.raw_line(record)).message)
+
+    def _reader(self) -> int:
+        if self._read_fd is None:
+            try:
+                self._read_fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError as exc:
+                raise StorageError(f"cannot read {self.path}: {exc.strerror}") from None
+        return self._read_fd
+
+    # ------------------------------------------------------------------ the tree
+
+    def path_records(self, from_id: str | None = None) -> list[EntryRecord]:
+        """Root-first records of the path to ``from_id`` (default: the leaf)."""
+        if from_id is None:
+            return list(self._view.path)
+        return self._path_records(self.record(from_id))
+
+    def _path_records(self, leaf: EntryRecord) -> list[EntryRecord]:
+        path = [leaf]
+        seen = {leaf.id}
+        parent_id = leaf.parent_id
+        while parent_id is not None and parent_id not in seen:
+            parent = self._by_id.get(parent_id)
+            if parent is None:
+                break
+            path.append(parent)
+            seen.add(parent_id)
+            parent_id = parent.parent_id
+        path.reverse()
+        return path
+
+    def get_branch(self, from_id: str | None = None) -> list[Entry]:
+        """pi's ``getBranch``: the entries root to ``from_id`` (default: the leaf)."""
+        return [self.entry_of(r) for r in self.path_records(from_id)]
+
+    def get_children(self, parent_id: str) -> list[Entry]:
+        return [self.entry_of(r) for r in self._children.get(parent_id, ()) if r.id != parent_id]
+
+    def children_records(self, parent_id: str) -> list[EntryRecord]:
+        return [r for r in self._children.get(parent_id, ()) if r.id != parent_id]
+
+    def get_label(self, entry_id: str) -> str | None:
+        return self._labels.get(entry_id)
+
+    def get_tree(self) -> list[TreeNode]:
+        """pi's ``getTree``: roots in file order, children sorted by timestamp."""
+        nodes: dict[str, TreeNode] = {}
+        for record in self._records:
+            nodes[record.id] = TreeNode(
+                record=record, children=[], label=self._labels.get(record.id)
+            )
+        roots: list[TreeNode] = []
+        for record in self._records:
+            node = nodes[record.id]
+            if node.record is not record:
+                continue  # a duplicate id: the later line won
+            if record.is_root_like(self._by_id):
+                roots.append(node)
+            else:
+                assert record.parent_id is not None
+                nodes[record.parent_id].children.append(node)
+        for node in nodes.values():
+            if len(node.children) > 1:
+                node.children.sort(key=lambda child: _sort_time(child.record.timestamp))
+        return roots
+
+    # ------------------------------------------------------------------ context
+
+    def build_context(self, leaf_id: str | _Unset | None = UNSET) -> SessionContext:
+        """pi's ``buildSessionContext`` for ``leaf_id`` (default: the current leaf)."""
+        if leaf_id is None:
+            return context_from_path([])
+        if isinstance(leaf_id, _Unset) or leaf_id == self.leaf_id:
+            return self._view.context()
+        record = self._by_id.get(leaf_id)
+        if record is None:
+            record = self._records[-1] if self._records else None
+            if record is None:
+                return context_from_path([])
+        view = LeafView(self.entry_of)
+        view.reset(self._path_records(record))
+        return view.context()
+
+    # ------------------------------------------------------------------ moving the leaf
+
+    def branch(self, entry_id: str) -> None:
+        """Move the leaf to an existing entry. Nothing is written."""
+        record = self.record(entry_id)
+        self._view.reset(self._path_records(record))
+
+    def reset_leaf(self) -> None:
+        """Move the leaf before the first entry: the next append starts a new root."""
+        self._view.reset([])
+
+    # ------------------------------------------------------------------ appending
+
+    def append_entries(
+        self,
+        bodies: Sequence[Mapping[str, Any]],
+        *,
+        expected_leaf_id: str | _Unset | None = UNSET,
+    ) -> list[Entry]:
+        """Append entries (JSON objects without id/parentId/timestamp) under the leaf.
+
+        The batch is validated whole, then written with one ``write()``; each
+        entry becomes the child of the one before. ``expected_leaf_id`` guards
+        against appending under a leaf the caller did not know had moved.
+        """
+        self._check_writable()
+        if not isinstance(expected_leaf_id, _Unset) and expected_leaf_id != self.leaf_id:
+            raise ConflictError(
+                f"the session's leaf is {self.leaf_id}, not {expected_leaf_id}",
+                leafId=self.leaf_id,
+                expectedLeafId=expected_leaf_id,
+            )
+        timestamp = iso_now(self._clock())
+        now_ms = iso_to_ms(timestamp)
+        parent_id = self.leaf_id
+        taken: set[str] = set()
+        prepared: list[tuple[EntryRecord, Entry, bytes]] = []
+        for index, body in enumerate(bodies):
+            record, entry, line = self._prepare(body, index, parent_id, taken, timestamp, now_ms)
+            prepared.append((record, entry, line))
+            taken.add(record.id)
+            parent_id = record.id
+        if not prepared:
+            return []
+        self._write(prepared)
+        for record, entry, _ in prepared:
+            self._index(record, entry)
+            self._view.push(record, entry)
+        return [entry for _, entry, _ in prepared]
+
+    def append(self, body: Mapping[str, Any]) -> Entry:
+        return self.append_entries([body])[0]
+
+    def append_message(self, message: AgentMessage) -> Entry:
+        return self.append({"type": "message", "message": msgspec.to_builtins(message)})
+
+    def append_label(self, target_id: str, label: str | None) -> Entry:
+        """Set (or clear, with None or "") a target's label. Moves the leaf, as in pi."""
+        body: dict[str, Any] = {"type": "label", "targetId": target_id}
+        if label:
+            body["label"] = label
+        return self.append(body)
+
+    def set_name(self, name: str) -> Entry:
+        return self.append({"type": "session_info", "name": name.strip()})
+
+    def branch_with_summary(
+        self,
+        from_id: str | None,
+        summary: str,
+        details: Any = None,
+        *,
+        from_extension: bool = False,
+    ) -> Entry:
+        """pi's ``branchWithSummary``: move to ``from_id`` and attach a branch summary there."""
+        if from_id is None:
+            self.reset_leaf()
+        else:
+            self.branch(from_id)
+        body: dict[str, Any] = {
+            "type": "branch_summary",
+            "fromId": from_id if from_id is not None else "root",
+            "summary": summary,
+        }
+        if details is not None:
+            body["details"] = details
+        if from_extension:
+            # pi reads fromHook, oh-my-pi fromExtension; write both so either knows.
+            body["fromHook"] = True
+            body["fromExtension"] = True
+        return self.append(body)
+
+    def _prepare(
+        self,
+        body: Mapping[str, Any],
+        index: int,
+        parent_id: str | None,
+        taken: set[str],
+        timestamp: str,
+        now_ms: int | None,
+    ) -> tuple[EntryRecord, Entry, bytes]:
+        where = f"entries[{index}]"
+        if not isinstance(body, Mapping):
+            raise InvalidEntryError(f"{where}: an entry must be a JSON object", index=index)
+        entry_type = body.get("type")
+        if not isinstance(entry_type, str) or entry_type not in ENTRY_TYPES:
+            known = ", ".join(sorted(ENTRY_TYPES))
+            raise InvalidEntryError(
+                f"{where}: unknown entry type {entry_type!r} (known: {known})", index=index
+            )
+        for key in _BASE_KEYS:
+            if key in body:
+                raise InvalidEntryError(
+                    f"{where}: `{key}` is assigned by sessiond; leave it out", index=index
+                )
+        fields = {key: value for key, value in body.items() if key != "type"}
+        if entry_type == "message":
+            fields["message"] = self._prepared_message(fields.get("message"), where, index, now_ms)
+        elif entry_type == "label":
+            target = fields.get("targetId")
+            if isinstance(target, str) and target not in self._by_id and target not in taken:
+                raise NotFoundError(f"Entry {target} not found", entryId=target, index=index)
+            if fields.get("label") in (None, ""):
+                fields.pop("label", None)
+        elif entry_type == "session_info" and isinstance(fields.get("name"), str):
+            fields["name"] = fields["name"].strip()
+        entry_id = _new_entry_id(lambda candidate: candidate in self._by_id or candidate in taken)
+        data = {
+            "type": entry_type,
+            "id": entry_id,
+            "parentId": parent_id,
+            "timestamp": timestamp,
+            **fields,
+        }
+        try:
+            entry: Entry = msgspec.convert(data, KnownEntry)
+        except msgspec.ValidationError as exc:
+            raise InvalidEntryError(f"{where}: {exc}", index=index) from None
+        line = msgspec.json.encode(data)
+        message = fields.get("message")
+        role = message.get("role") if isinstance(message, dict) else None
+        record = EntryRecord(entry_id, parent_id, entry_type, role, timestamp, -1, len(line))
+        return record, entry, line
+
+    @staticmethod
+    def _prepared_message(
+        message: Any, where: str, index: int, now_ms: int | None
+    ) -> dict[str, Any]:
+        if not isinstance(message, Mapping):
+            raise InvalidEntryError(
+                f"{where}: a message entry needs a `message` object", index=index
+            )
+        role = message.get("role")
+        if role in _FORBIDDEN_ROLES:
+            raise InvalidEntryError(
+                f"{where}: {role} messages are built from compaction and branch_summary "
+                "entries; append those entries instead",
+                index=index,
+            )
+        prepared = dict(message)
+        if prepared.get("timestamp") is None and now_ms is not None:
+            prepared["timestamp"] = now_ms
+        return prepared
+
+    def _write(self, prepared: list[tuple[EntryRecord, Entry, bytes]]) -> None:
+        """Put a validated batch on disk (or keep it pending, before the first assistant)."""
+        if not self._persisted:
+            for record, _, line in prepared:
+                self._unwritten[record.id] = line
+                self._unwritten_order.append(record)
+            new_assistant = any(
+                isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage)
+                for _, entry, _ in prepared
+            )
+            if new_assistant or self._has_assistant:
+                try:
+                    self._write_unwritten()
+                except BaseException:
+                    del self._unwritten_order[-len(prepared) :]
+                    for record, _, _ in prepared:
+                        self._unwritten.pop(record.id, None)
+                    raise
+            return
+        force = any(record.type in _ALWAYS_SYNCED for record, _, _ in prepared)
+        chunks: list[bytes] = [b"\n"] if self._needs_newline else []
+        offset = self._size + len(chunks)
+        offsets: list[int] = []
+        for _, _, line in prepared:
+            offsets.append(offset)
+            offset += len(line) + 1
+            chunks.append(line)
+            chunks.append(b"\n")
+        data = b"".join(chunks)
+        if self._append is None:
+            self._append = AppendFile(self.path)
+        self._append.append(data, sync=force or self.storage.fsync == "always")
+        for (record, _, _), record_offset in zip(prepared, offsets, strict=True):
+            record.offset = record_offset
+        self._size += len(data)
+        self._needs_newline = False
+
+    def write_now(self) -> None:
+        """Write the session file now, even before the first assistant message (pi's
+        ``ensureOnDisk``). Later appends are then written as they come."""
+        self._check_writable()
+        if not self._persisted:
+            self._write_unwritten()
+
+    def _write_unwritten(self) -> None:
+        chunks = [self._header_line, b"\n"]
+        offset = len(self._header_line) + 1
+        offsets: list[int] = []
+        for record in self._unwritten_order:
+            line = self._unwritten[record.id]
+            offsets.append(offset)
+            chunks += [line, b"\n"]
+            offset += len(line) + 1
+        # A new file appears whole or not at all: temp file, fsync, rename.
+        atomic_write(self.path, chunks, mode=0o644)
+        for record, record_offset in zip(self._unwritten_order, offsets, strict=True):
+            record.offset = record_offset
+        self._unwritten.clear()
+        self._unwritten_order.clear()
+        self._size = offset
+        self._persisted = True
+        self._append = AppendFile(self.path)
+
+    # ------------------------------------------------------------------ forks and rewrites
+
+    def fork(
+        self,
+        leaf_id: str,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        session_dir: str | os.PathLike[str] | None = None,
+    ) -> SessionStore:
+        """pi's ``createBranchedSession``: the root-to-``leaf_id`` path as a new session.
+
+        Label entries are left out of the copied path and re-created, chained
+        at the end, for every label whose target is on the path. Unlike pi,
+        an entry whose parent was a dropped label is re-parented to the
+        nearest kept ancestor, so the copied path stays one connected chain.
+        The new file is written at once when the path has an assistant message.
+        """
+        records = self._path_records(self.record(leaf_id))
+        kept = [record for record in records if record.type != "label"]
+        on_path = {record.id for record in kept}
+        labels = [(target, label) for target, label in self._labels.items() if target in on_path]
+        new = SessionStore.create(
+            self.header.cwd,
+            session_dir=session_dir if session_dir is not None else self.path.parent,
+            path=path,
+            parent_session=str(self.path),
+            storage=self.storage,
+            clock=self._clock,
+        )
+        try:
+            previous: str | None = None
+            copied: list[tuple[EntryRecord, Entry, bytes]] = []
+            for record in kept:
+                line = self.raw_line(record)
+                if record.parent_id != previous:
+                    data = msgspec.json.decode(line)
+                    data["parentId"] = previous
+                    line = msgspec.json.encode(data)
+                entry = decode_entry(line)
+                copy = EntryRecord(
+                    record.id, previous, record.type, record.role, record.timestamp, -1, len(line)
+                )
+                copied.append((copy, entry, line))
+                previous = record.id
+            new._adopt(copied)
+            for target, label in labels:
+                new.append_label(target, label)
+        except BaseException:
+            new.close()
+            raise
+        return new
+
+    def _adopt(self, copied: list[tuple[EntryRecord, Entry, bytes]]) -> None:
+        """Take entries that already have ids (a fork's copied path)."""
+        if not copied:
+            return
+        self._write(copied)
+        for record, entry, _ in copied:
+            self._index(record, entry)
+            self._view.push(record, entry)
+
+    def rewrite_entries(self, replacements: Mapping[str, Mapping[str, Any]]) -> None:
+        """Replace whole entries (by id) through an atomic rewrite of the file.
+
+        Every other line, damaged ones included, is copied byte for byte. Used
+        by pruning, which edits tool results in place as pi does.
+        """
+        self._check_writable()
+        encoded: dict[str, bytes] = {}
+        for entry_id, data in replacements.items():
+            record = self.record(entry_id)
+            if data.get("id") != entry_id or data.get("type") != record.type:
+                raise InvalidEntryError(f"a replacement for {entry_id} must keep its id and type")
+            encoded[entry_id] = msgspec.json.encode(data)
+        if not self._persisted:
+            for entry_id, line in encoded.items():
+                self._unwritten[entry_id] = line
+                self._by_id[entry_id].length = len(line)
+            self._forget(encoded)
+            return
+        self.sync()
+        by_offset = {record.offset: record for record in self._records}
+        replaced_at = {self._by_id[entry_id].offset: line for entry_id, line in encoded.items()}
+        new_offsets: dict[int, int] = {}
+        new_size = 0
+
+        def lines_out() -> Iterator[bytes]:
+            nonlocal new_size
+            pending: list[bytes] = []
+            pending_size = 0
+            for offset, line in self._file_lines():
+                replacement = replaced_at.get(offset)
+                out = replacement if replacement is not None else line
+                if offset in by_offset:
+                    new_offsets[offset] = new_size
+                pending += [out, b"\n"]
+                pending_size += len(out) + 1
+                new_size += len(out) + 1
+                if pending_size >= 1 << 20:
+                    yield b"".join(pending)
+                    pending, pending_size = [], 0
+            if pending:
+                yield b"".join(pending)
+
+        if self._append is not None:
+            self._append.close()
+            self._append = None
+        atomic_write(self.path, lines_out(), mode=_file_mode(self.path))
+        for old_offset, record in by_offset.items():
+            record.offset = new_offsets.get(old_offset, record.offset)
+        for entry_id, line in encoded.items():
+            record = self._by_id[entry_id]
+            record.length = len(line)
+            record.utf8_repaired = False
+        self._size = new_size
+        self._needs_newline = False
+        if self._read_fd is not None:
+            os.close(self._read_fd)
+            self._read_fd = None
+        self._append = AppendFile(self.path)
+        self._forget(encoded)
+
+    def _forget(self, entry_ids: Iterable[str]) -> None:
+        for entry_id in entry_ids:
+            record = self._by_id[entry_id]
+            record.entry = None
+            record.tokens_chars = record.tokens_tiktoken = None
+            self._message_cache.pop(id(record), None)
+        self._view.reset(list(self._view.path))
+
+    def _file_lines(self) -> Iterator[tuple[int, bytes]]:
+        """Every line of the file with its offset (the header's is 0), newline stripped."""
+        fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            carry = b""
+            base = 0
+            while chunk := os.read(fd, 8 << 20):
+                data = carry + chunk if carry else chunk
+                pos = 0
+                while (newline := data.find(b"\n", pos)) >= 0:
+                    yield base + pos, data[pos:newline]
+                    pos = newline + 1
+                carry = data[pos:]
+                base += pos
+            if carry:
+                yield base, carry
+        finally:
+            os.close(fd)
+
+    # ------------------------------------------------------------------ the index
+
+    def _index(self, record: EntryRecord, entry: Entry | None = None) -> None:
+        if entry is not None and record.type != "message":
+            record.entry = entry
+        self._records.append(record)
+        self._by_id[record.id] = record
+        if record.parent_id is not None:
+            self._children.setdefault(record.parent_id, []).append(record)
+        if record.role == "assistant":
+            self._has_assistant = True
+        if record.type == "label":
+            label_entry = record.entry
+            if isinstance(label_entry, LabelEntry):
+                if label_entry.label:
+                    self._labels[label_entry.target_id] = label_entry.label
+                else:
+                    self._labels.pop(label_entry.target_id, None)
+        elif record.type == "session_info":
+            info = record.entry
+            if isinstance(info, SessionInfoEntry) and info.name:
+                self._name = info.name
+
+    # ------------------------------------------------------------------ durability
+
+    def sync(self) -> None:
+        """fsync appended lines (the "batch" policy calls this on a timer)."""
+        if self._append is not None:
+            self._append.sync()
+
+    @property
+    def needs_sync(self) -> bool:
+        return self._append is not None and self._append.dirty
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._append is not None:
+                self._append.close()
+                self._append = None
+        finally:
+            if self._read_fd is not None:
+                os.close(self._read_fd)
+                self._read_fd = None
+            if self._lock is not None:
+                self._lock.release()
+
+    def __enter__(self) -> SessionStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _check_writable(self) -> None:
+        if self.readonly:
+            raise StorageError(f"{self.path} was opened read-only", path=str(self.path))
+        if self._closed:
+            raise StorageError(f"{self.path} is closed", path=str(self.path))
+
+
+def _new_entry_id(taken: Callable[[str], bool]) -> str:
+    """pi's ids: the first 8 hex digits of a random UUID, retried on collision."""
+    for _ in range(_ID_ATTEMPTS):
+        candidate = uuid.uuid4().hex[:8]
+        if not taken(candidate):
+            return candidate
+    return str(uuid.uuid4())
+
+
+def _sort_time(timestamp: str) -> int:
+    ms = iso_to_ms(timestamp) if timestamp else None
+    return ms if ms is not None else 0
+
+
+def _file_mode(path: Path) -> int:
+    try:
+        return path.stat().st_mode & 0o777
+    except OSError:
+        return 0o644

@@ -1,0 +1,59 @@
+"""Wire-shaped entry bodies (what a client sends to session/append)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def user(text: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "message", "message": {"role": "user", "content": text, **extra}}
+
+
+def assistant(
+    text: str = "ok",
+    *,
+    input: int = 100,
+    output: int = 50,
+    stop: str = "stop",
+    tools: list[dict[str, Any]] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    content += tools or []
+    return {
+        "type": "message",
+        "message": {
+            "role": "assistant",
+            "content": content,
+            "api": "anthropic-messages",
+            "provider": "anthropic",
+            "model": "claude-test",
+            "usage": {
+                "input": input,
+                "output": output,
+                "cacheRead": 0,
+                "cacheWrite": 0,
+                "totalTokens": input + output,
+                "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+            },
+            "stopReason": stop,
+            **extra,
+        },
+    }
+
+
+def tool_result(text: str, *, tool: str = "bash", call_id: str = "call-1") -> dict[str, Any]:
+    return {
+        "type": "message",
+        "message": {
+            "role": "toolResult",
+            "toolCallId": call_id,
+            "toolName": tool,
+            "content": [{"type": "text", "text": text}],
+            "isError": False,
+        },
+    }
+
+
+def tool_call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"type": "toolCall", "id": f"call-{name}", "name": name, "arguments": arguments}

@@ -1,0 +1,125 @@
+"""Property tests over random session trees: the incremental view equals the reference."""
+
+from __future__ import annotations
+
+import itertools
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sessiond.core.context import build_session_context
+from sessiond.store.session import SessionStore
+from sessiond.tokenizer import estimator
+
+from .helpers import assistant, tool_result, user
+
+OPERATIONS = st.lists(
+    st.one_of(
+        st.tuples(st.just("user"), st.text(max_size=20)),
+        st.tuples(st.just("assistant"), st.integers(0, 5000)),
+        st.tuples(st.just("tool"), st.text(max_size=50)),
+        st.tuples(st.just("branch"), st.integers(0, 10_000)),
+        st.tuples(st.just("reset"), st.none()),
+        st.tuples(st.just("compact"), st.integers(0, 10_000)),
+        st.tuples(st.just("label"), st.integers(0, 10_000)),
+        st.tuples(st.just("thinking"), st.sampled_from(["low", "high", None])),
+        st.tuples(st.just("model"), st.sampled_from(["a", "b"])),
+        st.tuples(st.just("branch_summary"), st.text(max_size=10)),
+        st.tuples(st.just("custom_message"), st.text(max_size=10)),
+    ),
+    max_size=40,
+)
+
+
+def apply(store: SessionStore, operations) -> None:
+    for kind, value in operations:
+        ids = [r.id for r in store.records()]
+        if kind == "user":
+            store.append(user(value))
+        elif kind == "assistant":
+            store.append(assistant("a", input=value, stop="aborted" if value % 7 == 0 else "stop"))
+        elif kind == "tool":
+            store.append(tool_result(value))
+        elif kind == "branch" and ids:
+            store.branch(ids[value % len(ids)])
+        elif kind == "reset":
+            store.reset_leaf()
+        elif kind == "compact" and ids:
+            path = [r.id for r in store.path_records()] or ids
+            store.append(
+                {
+                    "type": "compaction",
+                    "summary": f"S{value}",
+                    "firstKeptEntryId": path[value % len(path)],
+                    "tokensBefore": value,
+                }
+            )
+        elif kind == "label" and ids:
+            store.append_label(ids[value % len(ids)], f"L{value % 3}" if value % 4 else None)
+        elif kind == "thinking":
+            store.append({"type": "thinking_level_change", "thinkingLevel": value})
+        elif kind == "model":
+            store.append({"type": "model_change", "provider": value, "modelId": value + "-1"})
+        elif kind == "branch_summary":
+            leaf = store.leaf_id
+            store.append({"type": "branch_summary", "fromId": leaf or "root", "summary": value})
+        elif kind == "custom_message":
+            store.append(
+                {"type": "custom_message", "customType": "c", "content": value, "display": True}
+            )
+
+
+def check(store: SessionStore) -> None:
+    entries = list(store.entries())
+    leaf = store.leaf_id
+    reference = (
+        build_session_context(entries, leaf)
+        if leaf is not None
+        else build_session_context([], None)
+    )
+    incremental = store.build_context()
+    assert incremental == reference
+    chars = estimator("chars")
+    from sessiond.core.tokens import estimate_context_tokens
+
+    assert store.leaf_view.estimate_context(chars) == estimate_context_tokens(
+        reference.messages, chars
+    )
+    # tree invariants: every entry once, children point back at their parent
+    seen: list[str] = []
+    stack = list(store.get_tree())
+    while stack:
+        node = stack.pop()
+        seen.append(node.record.id)
+        for child in node.children:
+            assert child.record.parent_id == node.record.id
+        stack.extend(node.children)
+    assert sorted(seen) == sorted(r.id for r in store.records())
+    # the path ends at the leaf and walks parent links
+    path = store.path_records()
+    if path:
+        assert path[-1].id == leaf and path[0].parent_id is None
+        assert all(b.parent_id == a.id for a, b in itertools.pairwise(path))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(OPERATIONS)
+def test_incremental_context_matches_reference_and_survives_reopen(operations):
+    with tempfile.TemporaryDirectory() as directory:
+        store = SessionStore.create("/p", session_dir=Path(directory))
+        try:
+            apply(store, operations)
+            check(store)
+            store.write_now()
+            path = store.path
+            # Compare with a fresh open, whose leaf is the last line.
+            store.branch(store.records()[-1].id) if store.records() else store.reset_leaf()
+            expected = store.build_context() if store.records() else None
+        finally:
+            store.close()
+        with SessionStore.open(path, readonly=True) as reopened:
+            check(reopened)
+            if expected is not None:
+                assert reopened.build_context() == expected
