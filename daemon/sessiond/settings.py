@@ -42,6 +42,8 @@ class CompactionSettings(msgspec.Struct, **_OPTIONS):
     remote_endpoint: str | None = None
     # sessiond's own keys
     token_estimator: Literal["tiktoken", "chars"] = "tiktoken"
+    # oh-my-pi's two-to-three sentence summary of the kept work, on every compaction.
+    short_summary: bool = True
     adjust_keep_by_usage: bool = True
     prune_tool_outputs: bool = True
 

@@ -261,18 +261,28 @@ def test_malformed_lines_are_skipped_reported_and_preserved(tmp_path: Path):
 
 def test_invalid_utf8_mid_file_is_read_like_pi_and_reported(tmp_path: Path):
     bad = line("b", "a", "cafXX", role="assistant").encode().replace(b"XX", b"\xe9")
+    bad_id = line("dXX", "c", "q").encode().replace(b"XX", b"\xff")
     path = tmp_path / "s.jsonl"
     path.write_bytes(
         b"\n".join(
-            [HEADER.encode(), line("a", None, "q").encode(), bad, line("c", "b", "next").encode()]
+            [
+                HEADER.encode(),
+                line("a", None, "q").encode(),
+                bad,
+                line("c", "b", "next").encode(),
+                bad_id,
+            ]
         )
         + b"\n"
     )
     with SessionStore.open(path, readonly=True) as store:
-        assert store.recovery.invalid_utf8_lines == [3]
-        assert store.leaf_id == "c" and [r.id for r in store.path_records()] == ["a", "b", "c"]
+        # bad bytes in the id are found while indexing; in a body, when it is first read
+        assert store.recovery.invalid_utf8_lines == [5]
+        assert store.leaf_id == "d\ufffd"
+        assert [r.id for r in store.path_records()] == ["a", "b", "c", "d\ufffd"]
         assert store.get_entry("b").message.content[0].text == "caf\ufffd"
         assert b"\xef\xbf\xbd" in store.raw_message(store.record("b"))
+        assert store.recovery.invalid_utf8_entries == ["b"]
 
 
 def test_duplicate_ids_reported_later_wins(tmp_path: Path):

@@ -295,3 +295,11 @@ class UnknownMessage:
 
 
 AnyMessage: TypeAlias = AgentMessage | UnknownMessage
+
+
+def message_role(message: AnyMessage) -> str:
+    """The ``role`` of any message, known or not."""
+    if isinstance(message, UnknownMessage):
+        return message.role
+    tag = type(message).__struct_config__.tag
+    return tag if isinstance(tag, str) else ""

@@ -1,0 +1,1 @@
+"""The stateful layer: compaction and navigation runs, hooks, events, per-session actors."""

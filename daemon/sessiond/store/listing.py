@@ -9,7 +9,7 @@ from pathlib import Path
 import msgspec
 
 from sessiond.core.decode import NotAnEntry, decode_entry
-from sessiond.core.entries import MessageEntry
+from sessiond.core.entries import MessageEntry, SessionInfoEntry
 from sessiond.core.messages import UserMessage, text_of_blocks
 from sessiond.errors import InvalidSessionFileError
 
@@ -60,10 +60,15 @@ def summarize_session(path: Path) -> SessionSummary:
     name: str | None = None
     with open(path, "rb") as handle:
         for record in result.records:
-            if record.type == "session_info" and record.entry is not None:
-                entry_name = getattr(record.entry, "name", None)
-                if entry_name:
-                    name = entry_name
+            if record.type == "session_info":
+                # pi 0.73.1: the last session_info in the file names the session.
+                handle.seek(record.offset)
+                try:
+                    info = decode_entry(handle.read(record.length))
+                except (msgspec.DecodeError, NotAnEntry):
+                    continue
+                if isinstance(info, SessionInfoEntry):
+                    name = (info.name or "").strip() or None
             if record.type != "message" or record.role not in ("user", "assistant"):
                 continue
             last_message_time = record.timestamp or last_message_time

@@ -27,8 +27,10 @@ class TornTail(msgspec.Struct, rename="camel", kw_only=True):
 class RecoveryReport(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
     torn_tail: TornTail | None = None
     damaged_lines: list[DamagedLine] = msgspec.field(default_factory=list)
-    # Lines with invalid UTF-8, read with replacement characters as pi reads them.
+    # Lines with invalid UTF-8, read with replacement characters as pi reads them:
+    # found while opening (in an entry's id or type) or when a body was first read.
     invalid_utf8_lines: list[int] = msgspec.field(default_factory=list)
+    invalid_utf8_entries: list[str] = msgspec.field(default_factory=list)
     # Entries whose id appears more than once; the later line wins, as in pi.
     duplicate_ids: list[str] = msgspec.field(default_factory=list)
     # Entries that are JSON but not readable as their type; they stay in the tree inert.

@@ -1,11 +1,14 @@
 """Reading a session file into the index, without decoding message bodies.
 
-The file is read in chunks (so a 200 MB session never sits in memory whole);
-each line is decoded only as an envelope (type, id, parentId, timestamp, and
-the role of a message), which msgspec does without building the body. Small
-metadata entries (labels, names) are decoded fully because the index needs
-them. What cannot be read is classified, never silently dropped: a torn last
-line, damaged lines in the middle, invalid UTF-8, blank lines, duplicate ids.
+The file is read in chunks (a 200 MB session never sits in memory whole).
+Each line is decoded straight into its index record: msgspec reads the few
+fields the record has and skips the rest of the line, validating it as JSON
+as it goes, all in C. Lines that do not decode that way take a slow path that
+classifies them: the header, blank lines, damaged lines, odd field types,
+invalid UTF-8. Nothing is silently dropped.
+
+UTF-8 inside skipped fields is not checked here (checking a 200 MB file costs
+seconds); the store checks each line when it first uses its body.
 """
 
 from __future__ import annotations
@@ -20,36 +23,18 @@ from typing import Any, Final
 import msgspec
 
 from sessiond.core.decode import NotAnEntry, decode_entry
-from sessiond.core.entries import (
-    CURRENT_SESSION_VERSION,
-    SessionHeader,
-    UnknownEntry,
-)
+from sessiond.core.entries import CURRENT_SESSION_VERSION, SessionHeader, UnknownEntry
 from sessiond.errors import InvalidSessionFileError, StorageError
 
-from .records import EntryRecord
+from .records import EntryRecord, MessageRole
 from .recovery import DamagedLine, RecoveryReport, TornTail, preview_of
 
 CHUNK_SIZE: Final = 8 * 1024 * 1024
 _BOM: Final = b"\xef\xbb\xbf"
 _WHITESPACE: Final = b" \t\r\n"
 # Entries the index decodes whole: small, and needed for labels and the name.
-_EAGER_TYPES: Final = frozenset({"label", "session_info"})
-
-
-class _MessageEnvelope(msgspec.Struct):
-    role: str | None = None
-
-
-class _Envelope(msgspec.Struct, rename="camel"):
-    type: str | None = None
-    id: str | None = None
-    parent_id: str | None = None
-    timestamp: str | None = None
-    message: _MessageEnvelope | None = None
-
-
-_ENVELOPE_DECODER: Final = msgspec.json.Decoder(_Envelope)
+EAGER_TYPES: Final = frozenset({"label", "session_info"})
+_RECORD_DECODER: Final = msgspec.json.Decoder(EntryRecord)
 
 
 @dataclass
@@ -63,6 +48,8 @@ class ScanResult:
     torn_bytes: bytes | None = None
     size: int = 0
     ends_with_newline: bool = True
+    # Lines already in hand that the store decodes at once (metadata, repaired UTF-8).
+    eager_lines: dict[int, bytes] = field(default_factory=dict)
 
 
 def read_session_bytes(path: Path) -> tuple[int, Iterator[bytes]]:
@@ -87,7 +74,6 @@ def read_session_bytes(path: Path) -> tuple[int, Iterator[bytes]]:
             reason="notAFile",
             path=str(path),
         )
-    size = status.st_size
 
     def chunks() -> Iterator[bytes]:
         try:
@@ -96,24 +82,32 @@ def read_session_bytes(path: Path) -> tuple[int, Iterator[bytes]]:
         finally:
             os.close(fd)
 
-    return size, chunks()
+    return status.st_size, chunks()
 
 
 def scan(path: Path, chunks: Iterator[bytes], size: int) -> ScanResult:
     """Index a session from its bytes. Raises ``InvalidSessionFileError`` for a bad header."""
     scanner = _Scanner(path)
     carry = b""
-    base = 0
+    base = 0  # file offset of chunk[0]
     for chunk in chunks:
-        data = carry + chunk if carry else chunk
-        end = data.rfind(b"\n") + 1
-        if end == 0:
-            carry = data
-            continue
-        scanner.feed(data, end, base)
-        carry = data[end:]
-        base += end
-    return scanner.finish(carry, base, size)
+        start = 0
+        if carry:
+            # Only the line that spans two chunks is copied, never a whole chunk.
+            first = chunk.find(b"\n")
+            if first < 0:
+                carry += chunk
+                base += len(chunk)
+                continue
+            joined = carry + chunk[: first + 1]
+            scanner.feed(joined, 0, len(joined), base - len(carry))
+            start = first + 1
+        end = chunk.rfind(b"\n") + 1
+        if end > start:
+            scanner.feed(chunk, start, end, base)
+        carry = chunk[max(end, start) :]
+        base += len(chunk)
+    return scanner.finish(carry, base - len(carry), size)
 
 
 class _Scanner:
@@ -123,32 +117,55 @@ class _Scanner:
         self.result: ScanResult | None = None
         self.report = RecoveryReport()
         self.records: list[EntryRecord] = []
-        self.seen: set[str] = set()
+        self.eager_lines: dict[int, bytes] = {}
 
-    # -- lines
-
-    def feed(self, data: bytes, end: int, base: int) -> None:
-        """Handle the complete lines ``data[:end]`` found at file offset ``base``."""
-        invalid = _invalid_utf8_line_starts(data, end)
+    def feed(self, data: bytes, pos: int, end: int, base: int) -> None:
+        """Handle the complete lines ``data[pos:end]``; ``data[0]`` is at file offset ``base``."""
         view = memoryview(data)
-        pos = 0
         find = data.find
-        while pos < end:
+        while self.result is None and pos < end:  # the header comes first
             newline = find(b"\n", pos, end)
             self.line_no += 1
-            self._line(view[pos:newline], base + pos, pos in invalid)
+            self._slow_line(view[pos:newline], base + pos)
             pos = newline + 1
+        if self.result is None or self.result.version < CURRENT_SESSION_VERSION:
+            # An old file's entries are read by the migration, not indexed here.
+            self.line_no += data.count(b"\n", pos, end)
+            return
+        # The hot loop: one C-level decode per line builds the record.
+        decode = _RECORD_DECODER.decode
+        records = self.records
+        append = records.append
+        line_no = self.line_no
+        seq = len(records)
+        while pos < end:
+            newline = find(b"\n", pos, end)
+            line_no += 1
+            try:
+                record = decode(view[pos:newline])
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                self.line_no = line_no
+                self._slow_line(view[pos:newline], base + pos)
+                seq = len(records)
+            else:
+                record.offset = base + pos
+                record.length = newline - pos
+                record.seq = seq
+                seq += 1
+                append(record)
+            pos = newline + 1
+        self.line_no = line_no
 
     def finish(self, tail: bytes, base: int, size: int) -> ScanResult:
         """Handle the last line if it has no newline, and return the result."""
-        ends_with_newline = not tail
         torn: bytes | None = None
         if tail:
-            self.line_no += 1
             if not tail.strip(_WHITESPACE):
+                self.line_no += 1
                 self.report.blank_lines += 1
             elif self.result is not None and not _is_json(tail):
                 # Unfinished: a crash mid-write, or zeros left by the filesystem.
+                self.line_no += 1
                 torn = tail
                 self.report.torn_tail = TornTail(
                     offset=base, length=len(tail), saved_to=None, preview=preview_of(tail)
@@ -156,7 +173,10 @@ class _Scanner:
             else:
                 # A complete line that only lacks its newline (the next append adds it).
                 self.report.missing_final_newline = True
-                self._line(memoryview(tail), base, not _valid_utf8(tail))
+                self.feed(tail + b"\n", 0, len(tail) + 1, base)
+                for record in self.records[-1:]:
+                    if record.offset == base:
+                        record.length = len(tail)
         if self.result is None:
             if size == 0:
                 raise InvalidSessionFileError(
@@ -174,82 +194,61 @@ class _Scanner:
         result.report = self.report
         result.torn_bytes = torn
         result.size = size
-        result.ends_with_newline = ends_with_newline
+        result.ends_with_newline = not tail
+        result.eager_lines = self.eager_lines
         return result
 
-    def _line(self, line: memoryview, offset: int, bad_utf8: bool) -> None:
-        if not line or line[0] != 0x7B:  # "{": the fast path
-            stripped = bytes(line).strip(_WHITESPACE)
-            if not stripped:
-                self.report.blank_lines += 1
-                return
-            if offset == 0 and bytes(line[:3]) == _BOM:
-                self.report.byte_order_mark = True
-                line = line[3:]
-                offset += 3
+    def _slow_line(self, line: memoryview, offset: int) -> None:
+        """A line the fast path could not take: blank, header, damaged, odd types."""
+        raw = bytes(line)
+        length = len(raw)
+        if not raw.strip(_WHITESPACE):
+            self.report.blank_lines += 1
+            return
+        if offset == 0 and raw[:3] == _BOM:
+            self.report.byte_order_mark = True
+            raw = raw[3:]
         if self.result is None:
-            self._header(line)
+            self._header(raw)
             return
         if self.result.version < CURRENT_SESSION_VERSION:
-            return  # entries of an old file are read by the migration, not indexed here
-        if bad_utf8:
+            return
+        repaired = False
+        if not _valid_utf8(raw):
+            # pi reads such a line with replacement characters; so does sessiond.
             self.report.invalid_utf8_lines.append(self.line_no)
-            self._entry(_repair_utf8(line), offset, len(line), repaired=True)
-        else:
-            self._entry(line, offset, len(line), repaired=False)
-
-    def _entry(self, line: memoryview | bytes, offset: int, length: int, *, repaired: bool) -> None:
-        envelope: _Envelope | None
+            raw = raw.decode("utf-8", "replace").encode("utf-8")
+            repaired = True
+        record: EntryRecord | None
         try:
-            envelope = _ENVELOPE_DECODER.decode(line)
+            record = _RECORD_DECODER.decode(raw)
         except msgspec.ValidationError:
-            envelope = _loose_envelope(line)
+            record = _loose_record(raw)
         except msgspec.DecodeError as exc:
-            self._damaged(line, offset, length, f"not valid JSON ({exc})")
+            self._damaged(raw, offset, length, f"not valid JSON ({exc})")
             return
-        if envelope is None or envelope.id is None:
-            self._damaged(line, offset, length, "not an entry (no string id)")
+        if record is None:
+            self._damaged(raw, offset, length, "not an entry (no string id)")
             return
-        if envelope.type == "session":
-            self._damaged(line, offset, length, "a second session header")
-            return
-        record = EntryRecord(
-            envelope.id,
-            envelope.parent_id,
-            envelope.type or "",
-            envelope.message.role if envelope.message is not None else None,
-            envelope.timestamp or "",
-            offset,
-            length,
-        )
-        record.utf8_repaired = repaired
-        if record.type in _EAGER_TYPES:
-            try:
-                record.entry = decode_entry(line)
-            except (msgspec.DecodeError, NotAnEntry):
-                record.entry = None
-            if isinstance(record.entry, UnknownEntry):
-                self.report.unreadable_entries.append(record.id)
-        if record.id in self.seen:
-            self.report.duplicate_ids.append(record.id)
-        self.seen.add(record.id)
+        record.offset = offset
+        record.length = length
+        record.seq = len(self.records)
+        record.utf8_state = 2 if repaired else 1
+        self.eager_lines[offset] = raw
         self.records.append(record)
 
-    def _damaged(self, line: memoryview | bytes, offset: int, length: int, reason: str) -> None:
+    def _damaged(self, line: bytes, offset: int, length: int, reason: str) -> None:
         self.report.damaged_lines.append(
             DamagedLine(
                 line=self.line_no,
                 offset=offset,
                 length=length,
                 reason=reason,
-                preview=preview_of(bytes(line)),
+                preview=preview_of(line),
             )
         )
 
-    # -- the header
-
-    def _header(self, line: memoryview) -> None:
-        raw = bytes(line)
+    def _header(self, raw: bytes) -> None:
         where = f"{self.path}"
         if not _valid_utf8(raw):
             raise InvalidSessionFileError(
@@ -308,13 +307,23 @@ class _Scanner:
         self.result = ScanResult(header=header, header_data=data, version=version)
 
 
-def _loose_envelope(line: memoryview | bytes) -> _Envelope | None:
-    """The envelope of a line whose fields have unexpected types (read as pi would)."""
+def decode_metadata(record: EntryRecord, line: bytes, report: RecoveryReport) -> None:
+    """Decode a label or name entry whole (the index needs its values)."""
+    try:
+        record.entry = decode_entry(line)
+    except (msgspec.DecodeError, NotAnEntry):
+        record.entry = None
+    if isinstance(record.entry, UnknownEntry):
+        report.unreadable_entries.append(record.id)
+
+
+def _loose_record(line: bytes) -> EntryRecord | None:
+    """The record of a line whose fields have unexpected types (read as pi would)."""
     try:
         data = msgspec.json.decode(line)
     except msgspec.DecodeError:
         return None
-    if not isinstance(data, dict):
+    if not isinstance(data, dict) or not isinstance(data.get("id"), str):
         return None
 
     def text(key: str) -> str | None:
@@ -323,12 +332,12 @@ def _loose_envelope(line: memoryview | bytes) -> _Envelope | None:
 
     message = data.get("message")
     role = message.get("role") if isinstance(message, dict) else None
-    return _Envelope(
-        type=text("type"),
-        id=text("id"),
+    return EntryRecord(
+        id=data["id"],
+        type=text("type") or "",
         parent_id=text("parentId"),
-        timestamp=text("timestamp"),
-        message=_MessageEnvelope(role if isinstance(role, str) else None)
+        timestamp=text("timestamp") or "",
+        message=MessageRole(role if isinstance(role, str) else None)
         if isinstance(message, dict)
         else None,
     )
@@ -348,27 +357,3 @@ def _valid_utf8(data: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
-
-
-def _repair_utf8(line: memoryview) -> bytes:
-    return bytes(line).decode("utf-8", "replace").encode("utf-8")
-
-
-def _invalid_utf8_line_starts(data: bytes, end: int) -> set[int]:
-    """Offsets (in ``data``) of the lines in ``data[:end]`` that are not valid UTF-8."""
-    bad: set[int] = set()
-    view = memoryview(data)  # no copies of an 8 MB chunk just to validate it
-    start = 0
-    while start < end:
-        try:
-            str(view[start:end], "utf-8")
-        except UnicodeDecodeError as exc:
-            error_at = start + exc.start
-            line_start = data.rfind(b"\n", 0, error_at) + 1
-            bad.add(line_start)
-            start = data.find(b"\n", error_at, end) + 1
-            if start == 0:
-                break
-            continue
-        break
-    return bad

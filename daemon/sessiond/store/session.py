@@ -53,9 +53,9 @@ from .fileio import AppendFile, atomic_write, save_aside
 from .leaf_view import LeafView
 from .lock import SessionLock
 from .migrate import migrate_lines
-from .records import EntryRecord
-from .recovery import RecoveryReport
-from .scan import ScanResult, read_session_bytes, scan
+from .records import EntryRecord, new_record
+from .recovery import DamagedLine, RecoveryReport
+from .scan import EAGER_TYPES, ScanResult, decode_metadata, read_session_bytes, scan
 
 FsyncPolicy = Literal["always", "batch", "never"]
 Clock = Callable[[], datetime]
@@ -123,8 +123,11 @@ class SessionStore:
         self._needs_newline = scan_result is not None and not scan_result.ends_with_newline
         self._records: list[EntryRecord] = []
         self._by_id: dict[str, EntryRecord] = {}
-        self._children: dict[str, list[EntryRecord]] = {}
+        # Built on first use: opening a session should not pay for the tree.
+        self._children: dict[str, list[EntryRecord]] | None = None
         self._labels: dict[str, str] = {}
+        self._label_times: dict[str, str] = {}
+        self._duplicates = False
         self._name: str | None = None
         # Lines of a session not yet on disk, in append order.
         self._unwritten: dict[str, bytes] = {}
@@ -132,10 +135,8 @@ class SessionStore:
         self._has_assistant = False
         self._message_cache: OrderedDict[int, Entry] = OrderedDict()
         self._view = LeafView(self.entry_of)
-        for record in scan_result.records if scan_result is not None else ():
-            self._index(record)
         if scan_result is not None:
-            self._has_assistant = any(r.role == "assistant" for r in self._records)
+            self._index_scanned(scan_result)
         leaf = self._records[-1] if self._records else None
         self._view.reset(self._path_records(leaf) if leaf is not None else [])
 
@@ -351,7 +352,7 @@ class SessionStore:
         """The decoded entry of a record. Metadata entries stay cached on the record;
         message bodies go through a bounded cache so memory stays flat."""
         if record.entry is not None:
-            return record.entry
+            return record.decoded  # type: ignore[return-value]
         key = id(record)
         cached = self._message_cache.get(key)
         if cached is not None:
@@ -389,8 +390,18 @@ class SessionStore:
             data = self._memory[record.offset : record.offset + record.length]
         else:
             data = os.pread(self._reader(), record.length, record.offset)
-        if record.utf8_repaired:
-            data = data.decode("utf-8", "replace").encode("utf-8")
+        if record.utf8_state == 1:
+            return data
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            # pi reads invalid UTF-8 with replacement characters; so does sessiond,
+            # and the report says which entry it was.
+            if record.utf8_state == 0:
+                self.recovery.invalid_utf8_entries.append(record.id)
+            record.utf8_state = 2
+            return data.decode("utf-8", "replace").encode("utf-8")
+        record.utf8_state = 1
         return data
 
     def raw_message(self, record: EntryRecord) -> bytes:
@@ -414,6 +425,34 @@ class SessionStore:
         return self._path_records(self.record(from_id))
 
     def _path_records(self, leaf: EntryRecord) -> list[EntryRecord]:
+        records = self._records
+        by_id = self._by_id
+        duplicates = self._duplicates  # with duplicate ids the later line wins: use the map
+        path = [leaf]
+        current = leaf
+        # In a linear file the parent is nearly always the line before: check that
+        # first and fall back to the id map. A cycle cannot outlast len(records).
+        for _ in range(len(records) + 1):
+            parent_id = current.parent_id
+            if parent_id is None:
+                break
+            hint = current.seq - 1
+            if 0 <= hint < len(records) and records[hint].id == parent_id and not duplicates:
+                parent = records[hint]
+            else:
+                found = by_id.get(parent_id)
+                if found is None:
+                    break
+                parent = found
+            path.append(parent)
+            current = parent
+        else:
+            return self._path_records_guarded(leaf)
+        path.reverse()
+        return path
+
+    def _path_records_guarded(self, leaf: EntryRecord) -> list[EntryRecord]:
+        """The slow walk for files whose parent links form a cycle."""
         path = [leaf]
         seen = {leaf.id}
         parent_id = leaf.parent_id
@@ -432,10 +471,14 @@ class SessionStore:
         return [self.entry_of(r) for r in self.path_records(from_id)]
 
     def get_children(self, parent_id: str) -> list[Entry]:
-        return [self.entry_of(r) for r in self._children.get(parent_id, ()) if r.id != parent_id]
+        return [self.entry_of(r) for r in self.children_records(parent_id)]
 
     def children_records(self, parent_id: str) -> list[EntryRecord]:
-        return [r for r in self._children.get(parent_id, ()) if r.id != parent_id]
+        return [r for r in self._children_index().get(parent_id, ()) if r.id != parent_id]
+
+    def label_timestamp(self, entry_id: str) -> str | None:
+        """When the current label of an entry was set (pi's ``labelTimestamp``)."""
+        return self._label_times.get(entry_id)
 
     def get_label(self, entry_id: str) -> str | None:
         return self._labels.get(entry_id)
@@ -620,7 +663,7 @@ class SessionStore:
         line = msgspec.json.encode(data)
         message = fields.get("message")
         role = message.get("role") if isinstance(message, dict) else None
-        record = EntryRecord(entry_id, parent_id, entry_type, role, timestamp, -1, len(line))
+        record = new_record(entry_id, parent_id, entry_type, role, timestamp, len(line))
         return record, entry, line
 
     @staticmethod
@@ -745,8 +788,8 @@ class SessionStore:
                     data["parentId"] = previous
                     line = msgspec.json.encode(data)
                 entry = decode_entry(line)
-                copy = EntryRecord(
-                    record.id, previous, record.type, record.role, record.timestamp, -1, len(line)
+                copy = new_record(
+                    record.id, previous, record.type, record.role, record.timestamp, len(line)
                 )
                 copied.append((copy, entry, line))
                 previous = record.id
@@ -819,7 +862,7 @@ class SessionStore:
         for entry_id, line in encoded.items():
             record = self._by_id[entry_id]
             record.length = len(line)
-            record.utf8_repaired = False
+            record.utf8_state = 1
         self._size = new_size
         self._needs_newline = False
         if self._read_fd is not None:
@@ -857,26 +900,88 @@ class SessionStore:
 
     # ------------------------------------------------------------------ the index
 
+    def _index_scanned(self, result: ScanResult) -> None:
+        records = result.records
+        by_id = {record.id: record for record in records}
+        if len(by_id) != len(records):
+            self._note_duplicates(records)
+        self._by_id = by_id
+        self._has_assistant = any(record.role == "assistant" for record in records)
+        kept: list[EntryRecord] | None = None
+        for index, record in enumerate(records):
+            kind = record.type
+            if kind in EAGER_TYPES:
+                line = result.eager_lines.get(record.offset)
+                if line is None:
+                    line = self.raw_line(record)
+                decode_metadata(record, line, self.recovery)
+                self._note_metadata(record)
+            elif kind == "session":
+                if kept is None:
+                    kept = records[:index]
+                self.recovery.damaged_lines.append(
+                    DamagedLine(
+                        line=0,
+                        offset=record.offset,
+                        length=record.length,
+                        reason="a second session header",
+                        preview="",
+                    )
+                )
+                continue
+            if kept is not None:
+                record.seq = len(kept)
+                kept.append(record)
+        if kept is not None:
+            records = kept
+            self._by_id = {record.id: record for record in records}
+        self._records = records
+
+    def _note_duplicates(self, records: list[EntryRecord]) -> None:
+        self._duplicates = True
+        seen: set[str] = set()
+        for record in records:
+            if record.id in seen:
+                self.recovery.duplicate_ids.append(record.id)
+            seen.add(record.id)
+
     def _index(self, record: EntryRecord, entry: Entry | None = None) -> None:
         if entry is not None and record.type != "message":
             record.entry = entry
+        record.seq = len(self._records)
         self._records.append(record)
+        if record.id in self._by_id:
+            self._duplicates = True
         self._by_id[record.id] = record
-        if record.parent_id is not None:
+        if self._children is not None and record.parent_id is not None:
             self._children.setdefault(record.parent_id, []).append(record)
         if record.role == "assistant":
             self._has_assistant = True
-        if record.type == "label":
-            label_entry = record.entry
-            if isinstance(label_entry, LabelEntry):
-                if label_entry.label:
-                    self._labels[label_entry.target_id] = label_entry.label
-                else:
-                    self._labels.pop(label_entry.target_id, None)
-        elif record.type == "session_info":
-            info = record.entry
-            if isinstance(info, SessionInfoEntry) and info.name:
-                self._name = info.name
+        if record.type in EAGER_TYPES:
+            self._note_metadata(record)
+
+    def _note_metadata(self, record: EntryRecord) -> None:
+        entry = record.entry
+        if isinstance(entry, LabelEntry):
+            if entry.label:
+                self._labels[entry.target_id] = entry.label
+                self._label_times[entry.target_id] = entry.timestamp
+            else:
+                self._labels.pop(entry.target_id, None)
+                self._label_times.pop(entry.target_id, None)
+        elif isinstance(entry, SessionInfoEntry):
+            # pi 0.73.1: the last session_info in the file names the session; an
+            # empty name clears it.
+            self._name = (entry.name or "").strip() or None
+
+    def _children_index(self) -> dict[str, list[EntryRecord]]:
+        if self._children is None:
+            children: dict[str, list[EntryRecord]] = {}
+            for record in self._records:
+                if record.parent_id is not None:
+                    children.setdefault(record.parent_id, []).append(record)
+            self._children = children
+        return self._children
 
     # ------------------------------------------------------------------ durability
 

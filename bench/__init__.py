@@ -1,0 +1,1 @@
+"""Benchmarks for sessiond and the pi session generator they use."""

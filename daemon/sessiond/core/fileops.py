@@ -1,0 +1,85 @@
+"""File-operation tracking (SPEC 6.9): which files the summarized work read and changed.
+
+The summary gets ``<read-files>`` and ``<modified-files>`` tags, one path per
+line, blocks separated by a blank line (pi's form; oh-my-pi's template joins
+paths with a literal backslash-n, SPEC 14 item 6). Existing tags in a summary
+are replaced rather than appended to, so a summarizer that echoes the previous
+summary's tags does not make them pile up.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from .messages import AnyMessage, AssistantMessage, ToolCall
+
+_TAG_BLOCK: Final = re.compile(r"\s*<(read-files|modified-files)>.*?</\1>", re.DOTALL)
+
+
+@dataclass
+class FileOps:
+    read: set[str] = field(default_factory=set)
+    written: set[str] = field(default_factory=set)
+    edited: set[str] = field(default_factory=set)
+
+    def add_details(self, details: Any) -> None:
+        """Seed from an earlier summary's ``details`` (``readFiles`` / ``modifiedFiles``)."""
+        if not isinstance(details, dict):
+            return
+        self.read.update(_paths(details.get("readFiles")))
+        self.edited.update(_paths(details.get("modifiedFiles")))
+
+    def add_message(self, message: AnyMessage) -> None:
+        """The read/write/edit tool calls of an assistant message with a string ``path``."""
+        if not isinstance(message, AssistantMessage):
+            return
+        for block in message.content:
+            if not isinstance(block, ToolCall):
+                continue
+            path = block.arguments.get("path")
+            if not isinstance(path, str):
+                continue
+            if block.name == "read":
+                self.read.add(path)
+            elif block.name == "write":
+                self.written.add(path)
+            elif block.name == "edit":
+                self.edited.add(path)
+
+    def lists(self) -> tuple[list[str], list[str]]:
+        """``(readFiles, modifiedFiles)``: read-only files, then written or edited ones."""
+        modified = self.edited | self.written
+        return _js_sorted(self.read - modified), _js_sorted(modified)
+
+
+def _paths(value: Any) -> Iterable[str]:
+    if isinstance(value, list):
+        return (item for item in value if isinstance(item, str))
+    return ()
+
+
+def _js_sorted(paths: Iterable[str]) -> list[str]:
+    # JavaScript's default sort compares UTF-16 code units.
+    return sorted(paths, key=lambda path: path.encode("utf-16-be", "surrogatepass"))
+
+
+def format_file_tags(read_files: list[str], modified_files: list[str]) -> str:
+    """The tag blocks, or "" when there are no files."""
+    blocks: list[str] = []
+    if read_files:
+        blocks.append("<read-files>\n" + "\n".join(read_files) + "\n</read-files>")
+    if modified_files:
+        blocks.append("<modified-files>\n" + "\n".join(modified_files) + "\n</modified-files>")
+    return "\n\n".join(blocks)
+
+
+def with_file_tags(summary: str, read_files: list[str], modified_files: list[str]) -> str:
+    """``summary`` with its file tags replaced by the given lists."""
+    stripped = _TAG_BLOCK.sub("", summary).rstrip()
+    tags = format_file_tags(read_files, modified_files)
+    if not tags:
+        return stripped
+    return f"{stripped}\n\n{tags}" if stripped else tags

@@ -1,0 +1,152 @@
+"""The structured checkpoint (SPEC 6.3) as lists of lines, read from and written to text.
+
+A previous summary, whether a model or these rules wrote it, is read back into
+the same sections so that an update keeps everything it said and adds the new.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, fields
+
+MARKER = "*Offline extractive summary: built by rules from the conversation text, without a model.*"
+
+_FILE_TAGS = re.compile(r"<(read-files|modified-files)>.*?</\1>\s*", re.DOTALL)
+_HEADING = re.compile(r"^(#{2,3})\s+(.+?)\s*#*\s*$")
+_NUMBERED = re.compile(r"^\s*\d+[.)]\s+")
+_NONE_ITEM = re.compile(r"^[-*]?\s*\(?none[^)]*\)?\.?$", re.IGNORECASE)
+# Lines these rules write about the moment of the summary; stale in the next one.
+_STALE = re.compile(r"^-\s+(Last assistant message|Pending user request \(verbatim\)):")
+
+
+@dataclass
+class Checkpoint:
+    goal: list[str] = field(default_factory=list)
+    constraints: list[str] = field(default_factory=list)
+    done: list[str] = field(default_factory=list)
+    in_progress: list[str] = field(default_factory=list)
+    blocked: list[str] = field(default_factory=list)
+    decisions: list[str] = field(default_factory=list)
+    next_steps: list[str] = field(default_factory=list)
+    critical: list[str] = field(default_factory=list)
+
+
+def _section_for(level: int, title: str, current: str | None) -> str | None:
+    name = title.lower()
+    if level == 3 and current in ("done", "in_progress", "blocked", "progress"):
+        if "done" in name or "complete" in name:
+            return "done"
+        if "progress" in name:
+            return "in_progress"
+        if "block" in name:
+            return "blocked"
+    if "goal" in name or "original request" in name:
+        return "goal"
+    if "constraint" in name or "preference" in name:
+        return "constraints"
+    if "progress" in name:
+        return "progress"
+    if "decision" in name:
+        return "decisions"
+    if "next" in name:
+        return "next_steps"
+    return "critical"
+
+
+def parse_checkpoint(text: str) -> Checkpoint:
+    """Sections of a summary; text under unknown headings goes to Critical Context."""
+    checkpoint = Checkpoint()
+    text = _FILE_TAGS.sub("", text)
+    section: str | None = None
+    skipping_stale = False
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        if not line.strip() or line.strip() == MARKER:
+            continue
+        heading = _HEADING.match(line)
+        if heading is not None:
+            level, title = len(heading.group(1)), heading.group(2)
+            section = _section_for(level, title, section)
+            if section == "critical" and title.lower() not in ("critical context",):
+                checkpoint.critical.append(f"**{title}**")
+            skipping_stale = False
+            continue
+        if _STALE.match(line):
+            skipping_stale = True
+            continue
+        if skipping_stale and line.lstrip().startswith(">"):
+            continue
+        skipping_stale = False
+        if _NONE_ITEM.match(line.strip()):
+            continue
+        target = "done" if section == "progress" else section or "critical"
+        if target == "next_steps":
+            line = _NUMBERED.sub("", line)
+        getattr(checkpoint, target).append(line)
+    return checkpoint
+
+
+def merge(earlier: Checkpoint, later: Checkpoint, *, continued: bool) -> Checkpoint:
+    """``earlier`` with ``later`` added. ``continued``: the assistant worked since,
+    so what was in progress then counts as done now (the update prompt's rule)."""
+    merged = Checkpoint(goal=earlier.goal or later.goal)
+    for spec in fields(Checkpoint):
+        name = spec.name
+        if name in ("goal", "next_steps", "in_progress", "done"):
+            continue
+        setattr(merged, name, _union(getattr(earlier, name), getattr(later, name)))
+    merged.critical = _merge_file_lines(merged.critical)
+    carried = [_tick(item) for item in earlier.in_progress] if continued else []
+    merged.done = _union(earlier.done, carried, later.done)
+    merged.in_progress = _union([] if continued else earlier.in_progress, later.in_progress)
+    merged.next_steps = later.next_steps or earlier.next_steps
+    return merged
+
+
+_FILE_LINE = re.compile(r"^- (Files modified|Files read): ")
+_CODE = re.compile(r"`([^`]+)`")
+
+
+def _merge_file_lines(items: list[str]) -> list[str]:
+    """One "Files modified" and one "Files read" line, listing both summaries' files."""
+    files: dict[str, list[str]] = {}
+    result: list[str] = []
+    for item in items:
+        match = _FILE_LINE.match(item)
+        if match is None:
+            result.append(item)
+            continue
+        label = match.group(1)
+        if label not in files:
+            files[label] = []
+            result.append(label)  # a placeholder, rendered below
+        for path in _CODE.findall(item):
+            if path not in files[label]:
+                files[label].append(path)
+    modified = set(files.get("Files modified", []))
+    for label, paths in files.items():
+        if label == "Files read":
+            paths[:] = [path for path in paths if path not in modified]
+    return [
+        (f"- {item}: " + ", ".join(f"`{p}`" for p in files[item]) if item in files else item)
+        for item in result
+        if item not in files or files[item]
+    ]
+
+
+def _tick(item: str) -> str:
+    return item.replace("- [ ]", "- [x]", 1)
+
+
+def _union(*lists: list[str]) -> list[str]:
+    result: list[str] = []
+    seen: set[str] = set()
+    for items in lists:
+        for item in items:
+            key = item.strip()
+            # Only list items are deduplicated: a quote may repeat a line on purpose.
+            if key.startswith(("- ", "* ")) and key in seen:
+                continue
+            seen.add(key)
+            result.append(item)
+    return result

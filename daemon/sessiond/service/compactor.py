@@ -1,0 +1,341 @@
+"""A compaction run: prepare, ask the hooks, summarize, write the entry (SPEC 6, 9, 10.3-10.5).
+
+Nothing is written until the summary is complete: a failure, a cancellation
+or an abort leaves the file and the leaf exactly as they were. The entry is
+fsynced before the run returns. Entries appended while the summary was being
+written are kept (they follow the cut); if the leaf moved to another branch
+meanwhile, the run is refused rather than grafted onto the wrong branch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from sessiond.core.entries import CompactionEntry
+from sessiond.core.fileops import with_file_tags
+from sessiond.core.preparation import (
+    ALREADY_COMPACTED,
+    CompactionPreparation,
+    NotCompactable,
+    prepare_compaction,
+)
+from sessiond.core.summary_prompts import (
+    NO_PRIOR_HISTORY,
+    SPLIT_TURN_SEPARATOR,
+    history_max_tokens,
+    short_summary_max_tokens,
+    short_summary_prompt,
+    turn_prefix_max_tokens,
+    turn_prefix_prompt,
+)
+from sessiond.core.tokens import Estimator
+from sessiond.errors import (
+    AlreadyCompactedError,
+    CancelledError,
+    ConflictError,
+    NothingToCompactError,
+    SessiondError,
+    SummarizerError,
+)
+from sessiond.llm.base import Completion
+from sessiond.settings import CompactionSettings
+from sessiond.store.path_access import StorePath
+from sessiond.store.session import SessionStore
+
+from .events import CompactionReason, CompactionResult
+from .hooks import CompactingAnswer, Hooks, NoHooks
+from .summaries import SummaryContext, summarize_fitted, summarize_history
+
+COMPACTION_CANCELLED = "Compaction cancelled"
+# oh-my-pi's native remote compaction state; stale once a local compaction runs.
+_REMOTE_STATE_KEY = "openaiRemoteCompaction"
+
+
+@dataclass
+class CompactionOutcome:
+    entry: CompactionEntry
+    result: CompactionResult
+    from_extension: bool
+    tokens_after: int
+    preparation: CompactionPreparation | None = None
+    completions: list[Completion] = field(default_factory=list)
+
+
+def prepare(
+    store: SessionStore, settings: CompactionSettings, estimator: Estimator
+) -> CompactionPreparation | NotCompactable:
+    """The preparation for the current leaf (a dry run: no model, no write)."""
+    path = StorePath(store, store.path_records(), estimator)
+    tokens_before = store.leaf_view.estimate_context(estimator).tokens
+    return prepare_compaction(path, settings, tokens_before=tokens_before)
+
+
+def raise_not_compactable(result: NotCompactable) -> None:
+    if result.reason == ALREADY_COMPACTED:
+        raise AlreadyCompactedError(result.reason)
+    raise NothingToCompactError(result.reason)
+
+
+class Compactor:
+    def __init__(
+        self,
+        store: SessionStore,
+        settings: CompactionSettings,
+        estimator: Estimator,
+        hooks: Hooks | None = None,
+        *,
+        now_ms: Callable[[], int] | None = None,
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.estimator = estimator
+        self.hooks = hooks or NoHooks()
+        self._now_ms = now_ms
+
+    def prepare(self) -> CompactionPreparation | NotCompactable:
+        return prepare(self.store, self.settings, self.estimator)
+
+    async def run(
+        self,
+        summaries: SummaryContext,
+        *,
+        reason: CompactionReason = "manual",
+        custom_instructions: str | None = None,
+        supplied_summary: str | None = None,
+        expected_first_kept_id: str | None = None,
+    ) -> CompactionOutcome:
+        """Compact the current leaf's path. Raises pi's errors (``Already compacted``,
+        ``Nothing to compact (session too small)``, ``Compaction cancelled``,
+        ``Summarization failed: ...``) as ``SessiondError`` subclasses."""
+        preparation = self.prepare()
+        if isinstance(preparation, NotCompactable):
+            raise_not_compactable(preparation)
+        assert isinstance(preparation, CompactionPreparation)
+        if expected_first_kept_id is not None and (
+            expected_first_kept_id != preparation.first_kept_entry_id
+        ):
+            raise ConflictError(
+                f"the session changed since the preparation: the cut is now at "
+                f"{preparation.first_kept_entry_id}, not {expected_first_kept_id}",
+                firstKeptEntryId=preparation.first_kept_entry_id,
+            )
+        prepared_leaf = self.store.leaf_id
+        problems: list[str] = []
+        answer = await self.hooks.before_compact(
+            preparation, self.store.get_branch, custom_instructions
+        )
+        problems += answer.problems
+        if answer.cancel:
+            raise CancelledError(COMPACTION_CANCELLED)
+        from_extension = answer.compaction is not None
+        if answer.compaction is not None:
+            supplied = answer.compaction
+            result = CompactionResult(
+                summary=supplied.summary,
+                first_kept_entry_id=supplied.first_kept_entry_id,
+                tokens_before=supplied.tokens_before,
+                details=supplied.details,
+                short_summary=supplied.short_summary,
+                preserve_data=supplied.preserve_data,
+            )
+        else:
+            compacting = await self.hooks.compacting(preparation)
+            problems += compacting.problems
+            result = await self._summarize(
+                preparation, summaries, compacting, custom_instructions, supplied_summary
+            )
+            result.details = self._details(
+                preparation, summaries, problems, supplied=supplied_summary is not None
+            )
+        entry = self._commit(result, prepared_leaf, from_extension)
+        await self.hooks.compacted(entry, from_extension)
+        tokens_after = self.store.leaf_view.estimate_context(self.estimator).tokens
+        return CompactionOutcome(
+            entry=entry,
+            result=result,
+            from_extension=from_extension,
+            tokens_after=tokens_after,
+            preparation=preparation,
+            completions=list(summaries.completions),
+        )
+
+    async def _summarize(
+        self,
+        preparation: CompactionPreparation,
+        summaries: SummaryContext,
+        compacting: CompactingAnswer,
+        custom_instructions: str | None,
+        supplied_summary: str | None,
+    ) -> CompactionResult:
+        reserve = self.settings.reserve_tokens
+        if supplied_summary is not None:
+            summary = supplied_summary
+        else:
+
+            async def history() -> str:
+                if not preparation.messages_to_summarize:
+                    # sessiond keeps the previous summary here; pi drops it (SPEC 14 item 2).
+                    return preparation.previous_summary or NO_PRIOR_HISTORY
+                return await _failing_as(
+                    "Summarization failed",
+                    summarize_history(
+                        summaries,
+                        preparation.messages_to_summarize,
+                        preparation.previous_summary,
+                        max_tokens=history_max_tokens(reserve),
+                        extra_context=compacting.context,
+                        custom_instructions=custom_instructions,
+                        prompt_override=compacting.prompt,
+                    ),
+                )
+
+            if preparation.is_split_turn and preparation.turn_prefix_messages:
+                prefix = _failing_as(
+                    "Turn prefix summarization failed",
+                    summarize_fitted(
+                        summaries,
+                        preparation.turn_prefix_messages,
+                        turn_prefix_prompt,
+                        max_tokens=turn_prefix_max_tokens(reserve),
+                        purpose="turnPrefix",
+                        reasoning=True,
+                    ),
+                )
+                history_text, prefix_text = await _both(history(), prefix)
+                summary = history_text + SPLIT_TURN_SEPARATOR + prefix_text
+            else:
+                summary = await history()
+
+        short_summary: str | None = None
+        if self.settings.short_summary and supplied_summary is None:
+            short_summary = await _failing_as(
+                "Short summary failed",
+                summarize_fitted(
+                    summaries,
+                    preparation.recent_messages,
+                    lambda conversation: short_summary_prompt(
+                        conversation, summary, compacting.context
+                    ),
+                    max_tokens=short_summary_max_tokens(reserve),
+                    purpose="short",
+                    reasoning=True,
+                ),
+            )
+        read_files, modified_files = preparation.file_ops.lists()
+        carried = dict(preparation.previous_preserve_data or {})
+        carried.pop(_REMOTE_STATE_KEY, None)
+        preserve = {**(compacting.preserve_data or {}), **carried}
+        return CompactionResult(
+            summary=with_file_tags(summary, read_files, modified_files),
+            first_kept_entry_id=preparation.first_kept_entry_id,
+            tokens_before=preparation.tokens_before,
+            short_summary=short_summary,
+            preserve_data=preserve or None,
+        )
+
+    def _details(
+        self,
+        preparation: CompactionPreparation,
+        summaries: SummaryContext,
+        problems: list[str],
+        *,
+        supplied: bool,
+    ) -> dict[str, Any]:
+        read_files, modified_files = preparation.file_ops.lists()
+        details: dict[str, Any] = {"readFiles": read_files, "modifiedFiles": modified_files}
+        if supplied:
+            details["summarizer"] = {"kind": "supplied"}
+        elif summaries.completions:
+            details["summarizer"] = _summarizer_details(summaries.completions)
+        if problems:
+            details["hookProblems"] = problems
+        return details
+
+    def _commit(
+        self, result: CompactionResult, prepared_leaf: str | None, from_extension: bool
+    ) -> CompactionEntry:
+        self._check_leaf(prepared_leaf)
+        body: dict[str, Any] = {
+            "type": "compaction",
+            "summary": result.summary,
+            "firstKeptEntryId": result.first_kept_entry_id,
+            "tokensBefore": result.tokens_before,
+        }
+        if result.details is not None:
+            body["details"] = result.details
+        if from_extension:
+            body["fromHook"] = True
+            body["fromExtension"] = True
+        if result.short_summary is not None:
+            body["shortSummary"] = result.short_summary
+        if result.preserve_data:
+            body["preserveData"] = result.preserve_data
+        entry = self.store.append(body)
+        assert isinstance(entry, CompactionEntry)
+        return entry
+
+    def _check_leaf(self, prepared_leaf: str | None) -> None:
+        """Entries appended since the preparation are fine; another branch is not."""
+        current = self.store.leaf_id
+        if current == prepared_leaf:
+            return
+        if (
+            prepared_leaf is not None
+            and current is not None
+            and any(r.id == prepared_leaf for r in self.store.path_records())
+        ):
+            return
+        raise ConflictError(
+            "the session's leaf moved to another branch while the summary was being "
+            "written; nothing was written",
+            leafId=current,
+            expectedLeafId=prepared_leaf,
+        )
+
+
+async def _failing_as(prefix: str, work: Awaitable[str]) -> str:
+    """Run a summary call; a summarizer failure becomes pi's ``<prefix>: <error>``."""
+    try:
+        return await work
+    except asyncio.CancelledError:
+        raise
+    except SessiondError as exc:
+        if isinstance(exc, CancelledError):
+            raise
+        raise SummarizerError(
+            f"{prefix}: {exc.message or 'Unknown error'}", **exc.details
+        ) from None
+
+
+async def _both(first: Awaitable[str], second: Awaitable[str]) -> tuple[str, str]:
+    """Run two summaries at once; if either fails, the other is cancelled."""
+    tasks = [asyncio.ensure_future(first), asyncio.ensure_future(second)]
+    try:
+        results = await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    return results[0], results[1]
+
+
+def _summarizer_details(completions: list[Completion]) -> dict[str, Any]:
+    models = sorted({c.model for c in completions})
+    details: dict[str, Any] = {
+        "models": models,
+        "calls": len(completions),
+        "extractive": any(c.extractive for c in completions),
+    }
+    reasons = [c.fallback_reason for c in completions if c.fallback_reason]
+    if reasons:
+        details["fallbackReason"] = reasons[0]
+    attempts = [a for c in completions for a in c.attempts if a.outcome != "ok"]
+    if attempts:
+        details["failedAttempts"] = msgspec.to_builtins(attempts)
+    return details

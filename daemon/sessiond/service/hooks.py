@@ -1,0 +1,129 @@
+"""The hook points of compaction and tree navigation (SPEC 9), as an interface.
+
+The daemon implements it by asking the clients that declared each hook; the
+library and the CLI use ``NoHooks``. Hook results are plain values; a hook
+that fails, times out or is disconnected counts as no answer, and what went
+wrong is reported back in ``problems`` so it can be recorded in the entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from sessiond.core.entries import BranchSummaryEntry, CompactionEntry, Entry
+from sessiond.core.preparation import CompactionPreparation
+
+# The root-to-leaf entries, built only if a hook listener wants them (it can be
+# the whole session).
+BranchEntries = Callable[[], list[Entry]]
+
+
+@dataclass
+class SuppliedCompaction:
+    """A complete compaction result from a hook (used verbatim, no validation, as pi)."""
+
+    summary: str
+    first_kept_entry_id: str
+    tokens_before: int
+    details: Any = None
+    short_summary: str | None = None
+    preserve_data: dict[str, Any] | None = None
+
+
+@dataclass
+class BeforeCompactAnswer:
+    cancel: bool = False
+    compaction: SuppliedCompaction | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CompactingAnswer:
+    prompt: str | None = None
+    context: list[str] = field(default_factory=list)
+    preserve_data: dict[str, Any] | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TreePreparation:
+    target_id: str
+    old_leaf_id: str | None
+    common_ancestor_id: str | None
+    entries_to_summarize: list[Entry]
+    user_wants_summary: bool
+    custom_instructions: str | None = None
+    replace_instructions: bool = False
+    label: str | None = None
+
+
+@dataclass
+class SuppliedBranchSummary:
+    summary: str
+    details: Any = None
+
+
+@dataclass
+class BeforeTreeAnswer:
+    cancel: bool = False
+    summary: SuppliedBranchSummary | None = None
+    # pi lets the hook override these three
+    custom_instructions: str | None = None
+    replace_instructions: bool | None = None
+    label: str | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+class Hooks(Protocol):
+    async def before_compact(
+        self,
+        preparation: CompactionPreparation,
+        branch_entries: BranchEntries,
+        custom_instructions: str | None,
+    ) -> BeforeCompactAnswer: ...
+
+    async def compacting(self, preparation: CompactionPreparation) -> CompactingAnswer: ...
+
+    async def compacted(self, entry: CompactionEntry, from_extension: bool) -> None: ...
+
+    async def before_tree(self, preparation: TreePreparation) -> BeforeTreeAnswer: ...
+
+    async def tree_changed(
+        self,
+        new_leaf_id: str | None,
+        old_leaf_id: str | None,
+        summary_entry: BranchSummaryEntry | None,
+        from_extension: bool | None,
+    ) -> None: ...
+
+
+class NoHooks:
+    """No client is listening: every hook answers nothing."""
+
+    async def before_compact(
+        self,
+        preparation: CompactionPreparation,
+        branch_entries: BranchEntries,
+        custom_instructions: str | None,
+    ) -> BeforeCompactAnswer:
+        return BeforeCompactAnswer()
+
+    async def compacting(self, preparation: CompactionPreparation) -> CompactingAnswer:
+        return CompactingAnswer()
+
+    async def compacted(self, entry: CompactionEntry, from_extension: bool) -> None:
+        return None
+
+    async def before_tree(self, preparation: TreePreparation) -> BeforeTreeAnswer:
+        return BeforeTreeAnswer()
+
+    async def tree_changed(
+        self,
+        new_leaf_id: str | None,
+        old_leaf_id: str | None,
+        summary_entry: BranchSummaryEntry | None,
+        from_extension: bool | None,
+    ) -> None:
+        return None

@@ -1,0 +1,94 @@
+"""A compaction run with its start and end events (pi's compaction_start/end).
+
+Every run reports both events, manual ones included (pi 0.73.1's RPC does).
+Automatic runs never raise: what went wrong is in the end event's
+``errorMessage`` with pi's prefixes. Manual runs raise after reporting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from sessiond.errors import (
+    AlreadyCompactedError,
+    CancelledError,
+    NothingToCompactError,
+    SessiondError,
+)
+
+from .compactor import CompactionOutcome, Compactor
+from .events import CompactionEnded, CompactionReason, CompactionStarted
+from .summaries import SummaryContext
+
+CompactionEvent = CompactionStarted | CompactionEnded
+EventSink = Callable[[CompactionEvent], None]
+
+
+def failure_message(reason: CompactionReason, message: str) -> str:
+    if reason == "overflow":
+        return f"Context overflow recovery failed: {message}"
+    if reason == "threshold":
+        return f"Auto-compaction failed: {message}"
+    return message
+
+
+async def run_compaction(
+    compactor: Compactor,
+    summaries: SummaryContext,
+    *,
+    reason: CompactionReason,
+    will_retry: bool,
+    emit: EventSink,
+    custom_instructions: str | None = None,
+    supplied_summary: str | None = None,
+    expected_first_kept_id: str | None = None,
+) -> tuple[CompactionOutcome | None, CompactionEnded]:
+    manual = reason == "manual"
+    emit(CompactionStarted(reason=reason, will_retry=will_retry))
+    try:
+        outcome = await compactor.run(
+            summaries,
+            reason=reason,
+            custom_instructions=custom_instructions,
+            supplied_summary=supplied_summary,
+            expected_first_kept_id=expected_first_kept_id,
+        )
+    except asyncio.CancelledError:
+        emit(CompactionEnded(reason=reason, aborted=True, will_retry=False))
+        raise
+    except (NothingToCompactError, AlreadyCompactedError) as exc:
+        emit(CompactionEnded(reason=reason, aborted=False, will_retry=False, skipped=True))
+        if manual:
+            raise
+        return None, CompactionEnded(
+            reason=reason, aborted=False, will_retry=False, skipped=True, error_message=exc.message
+        )
+    except CancelledError:
+        ended = CompactionEnded(reason=reason, aborted=True, will_retry=False)
+        emit(ended)
+        if manual:
+            raise
+        return None, ended
+    except SessiondError as exc:
+        ended = CompactionEnded(
+            reason=reason,
+            aborted=False,
+            will_retry=False,
+            error_message=failure_message(reason, exc.message or "compaction failed"),
+        )
+        emit(ended)
+        if manual:
+            raise
+        return None, ended
+    ended = CompactionEnded(
+        reason=reason,
+        aborted=False,
+        will_retry=will_retry,
+        result=outcome.result,
+        entry_id=outcome.entry.id,
+        tokens_before=outcome.result.tokens_before,
+        tokens_after=outcome.tokens_after,
+    )
+    emit(ended)
+    return outcome, ended
