@@ -195,7 +195,22 @@ def test_overflow_requires_error_stop_reason_for_patterns():
     assert not is_context_overflow(UserMessage(content="prompt is too long"))
 
 
-def test_silent_overflow_counts_cache_reads_and_writes():
-    assert is_context_overflow(assistant_msg(the_usage=usage(500, 10, 400, 200)), 1000)
-    assert not is_context_overflow(assistant_msg(the_usage=usage(500, 10, 400, 100)), 1000)
+def test_silent_overflow_as_pi_073():
+    assert is_context_overflow(assistant_msg(the_usage=usage(500, 10, 501)), 1000)
+    assert not is_context_overflow(assistant_msg(the_usage=usage(500, 10, 500)), 1000)
+    # cache writes are not counted, and only a "stop" answer can overflow silently
+    assert not is_context_overflow(assistant_msg(the_usage=usage(500, 10, 400, 200)), 1000)
+    assert not is_context_overflow(assistant_msg("toolUse", usage(5000, 10)), 1000)
     assert not is_context_overflow(assistant_msg(the_usage=usage(5000, 10)), None)
+
+
+def test_length_stop_with_no_output_at_a_full_window():
+    assert is_context_overflow(assistant_msg("length", usage(900, 0, 90)), 1000)
+    assert not is_context_overflow(assistant_msg("length", usage(900, 0, 80)), 1000)
+    assert not is_context_overflow(assistant_msg("length", usage(990, 5)), 1000)
+
+
+def test_rate_limit_texts_are_never_overflow():
+    assert not is_overflow_error_message("Rate limit: too many tokens per minute")
+    assert not is_overflow_error_message("Throttling error: input is too long for requested model")
+    assert is_overflow_error_message("prompt too long; exceeded max context length by 12 tokens")

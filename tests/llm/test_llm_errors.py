@@ -46,8 +46,11 @@ def test_classify(text, status, kind):
     assert classify(text, status) == kind
 
 
-def test_overflow_wins_over_rate_limit_words():
-    assert classify("429 request_too_large: rate limited", 429) == "overflow"
+def test_rate_limit_words_win_over_overflow_patterns_as_pi_073():
+    # pi 0.73.1 never reads rate limiting as an overflow, whatever else the text says
+    assert classify("429 request_too_large: rate limited", 429) == "rateLimit"
+    # but an overflow text wins over the HTTP status
+    assert classify("request_too_large: request exceeds the maximum size", 429) == "overflow"
 
 
 def test_anthropic_envelope_error_is_transient():

@@ -21,6 +21,7 @@ class TreeNodeJson(msgspec.Struct, rename="camel", omit_defaults=True):
     children: list[str]
     role: str | None = None
     label: str | None = None
+    label_timestamp: str | None = None
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -61,6 +62,7 @@ def tree_json(store: SessionStore) -> dict[str, Any]:
                 children=[child.record.id for child in node.children],
                 role=record.role,
                 label=node.label,
+                label_timestamp=store.label_timestamp(record.id) if node.label else None,
             )
         )
         stack.extend(reversed(node.children))

@@ -1,9 +1,10 @@
-"""Context-overflow detection (SPEC 4.4): did the provider refuse or cut the prompt?
+"""Context-overflow detection (SPEC 4.4, pi 0.73.1): did the provider refuse or cut the prompt?
 
-Two ways to tell. An error whose message matches what providers say when the
-prompt is too long (pi's patterns and oh-my-pi's, together). Or a "silent"
-overflow: the provider answered, but the prompt it reports is larger than the
-model's window (oh-my-pi's broader form: any stop reason, cache writes counted).
+An error whose message matches what providers say when the prompt is too long
+(pi's patterns, plus oh-my-pi's), unless it reads as rate limiting; or a
+"silent" overflow: the provider answered normally but reports a prompt larger
+than the window, or stopped for length without writing anything at a full
+window.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ _OVERFLOW_PATTERNS: tuple[str, ...] = (
     r"exceeded model token limit",
     r"too large for model with \d+ maximum context length",
     r"model_context_window_exceeded",
+    r"prompt too long; exceeded (?:max )?context length",
     r"context[_ ]length[_ ]exceeded",
     r"too many tokens",
     r"token limit exceeded",
@@ -46,10 +48,18 @@ _OVERFLOW_PATTERNS: tuple[str, ...] = (
 _OVERFLOW_RE = re.compile("|".join(f"(?:{p})" for p in _OVERFLOW_PATTERNS), re.IGNORECASE)
 # Cerebras and Mistral answer an oversized prompt with a bare status line.
 _NO_BODY_RE = re.compile(r"^4(00|13)\s*(status code)?\s*\(no body\)", re.IGNORECASE)
+# Rate limiting can mention sizes too; pi 0.73.1 never treats these as overflow.
+_NOT_OVERFLOW_RE = re.compile(
+    r"^(?:Throttling error|Service unavailable):|rate limit|too many requests", re.IGNORECASE
+)
+# A "length" stop with no output at 99 % of the window: the prompt filled it.
+_FULL_WINDOW_SHARE = 0.99
 
 
 def is_overflow_error_message(text: str) -> bool:
     """True when a provider's error text says the prompt did not fit."""
+    if _NOT_OVERFLOW_RE.search(text):
+        return False
     return bool(_OVERFLOW_RE.search(text) or _NO_BODY_RE.search(text))
 
 
@@ -63,9 +73,13 @@ def is_context_overflow(message: AnyMessage, context_window: int | None = None) 
         and is_overflow_error_message(message.error_message)
     ):
         return True
-    if context_window:
-        usage = message.usage
-        prompt_tokens = usage.input + usage.cache_read + usage.cache_write
-        if prompt_tokens > context_window:
-            return True
-    return False
+    if not context_window:
+        return False
+    prompt_tokens = message.usage.input + message.usage.cache_read
+    if message.stop_reason == "stop" and prompt_tokens > context_window:
+        return True
+    return (
+        message.stop_reason == "length"
+        and message.usage.output == 0
+        and prompt_tokens >= context_window * _FULL_WINDOW_SHARE
+    )

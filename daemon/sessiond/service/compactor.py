@@ -154,7 +154,7 @@ class Compactor:
             )
         entry = self._commit(result, prepared_leaf, from_extension)
         await self.hooks.compacted(entry, from_extension)
-        tokens_after = self.store.leaf_view.estimate_context(self.estimator).tokens
+        tokens_after = self.store.leaf_view.estimate_context(self.estimator, fresh=True).tokens
         return CompactionOutcome(
             entry=entry,
             result=result,
@@ -173,6 +173,8 @@ class Compactor:
         supplied_summary: str | None,
     ) -> CompactionResult:
         reserve = self.settings.reserve_tokens
+        # pi 0.73.1 asks the summarizer to reason when the session's thinking is on.
+        reasoning = self.store.leaf_view.thinking_level != "off"
         if supplied_summary is not None:
             summary = supplied_summary
         else:
@@ -191,6 +193,7 @@ class Compactor:
                         extra_context=compacting.context,
                         custom_instructions=custom_instructions,
                         prompt_override=compacting.prompt,
+                        reasoning=reasoning,
                     ),
                 )
 
@@ -203,7 +206,7 @@ class Compactor:
                         turn_prefix_prompt,
                         max_tokens=turn_prefix_max_tokens(reserve),
                         purpose="turnPrefix",
-                        reasoning=True,
+                        reasoning=reasoning,
                     ),
                 )
                 history_text, prefix_text = await _both(history(), prefix)
@@ -223,7 +226,7 @@ class Compactor:
                     ),
                     max_tokens=short_summary_max_tokens(reserve),
                     purpose="short",
-                    reasoning=True,
+                    reasoning=reasoning,
                 ),
             )
         read_files, modified_files = preparation.file_ops.lists()
@@ -268,8 +271,9 @@ class Compactor:
         }
         if result.details is not None:
             body["details"] = result.details
+        # pi writes fromHook on every compaction it makes; oh-my-pi reads fromExtension.
+        body["fromHook"] = from_extension
         if from_extension:
-            body["fromHook"] = True
             body["fromExtension"] = True
         if result.short_summary is not None:
             body["shortSummary"] = result.short_summary

@@ -30,7 +30,7 @@ def failure_message(reason: CompactionReason, message: str) -> str:
         return f"Context overflow recovery failed: {message}"
     if reason == "threshold":
         return f"Auto-compaction failed: {message}"
-    return message
+    return f"Compaction failed: {message}"
 
 
 async def run_compaction(

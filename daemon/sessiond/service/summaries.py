@@ -84,6 +84,7 @@ async def summarize_history(
     extra_context: Sequence[str] = (),
     custom_instructions: str | None = None,
     prompt_override: str | None = None,
+    reasoning: bool = True,
 ) -> str:
     """A history summary (the initial prompt, or the update prompt after a previous one)."""
 
@@ -103,14 +104,16 @@ async def summarize_history(
     for limit in _TOOL_LIMITS:
         prompt = build(serialize_conversation(llm_messages, limit), previous_summary)
         if context.fits(prompt, max_tokens):
-            return await context.call(prompt, max_tokens, purpose(previous_summary), reasoning=True)
+            return await context.call(
+                prompt, max_tokens, purpose(previous_summary), reasoning=reasoning
+            )
 
     # The carried summary can grow as long as the answer the model may give.
     budget = context.conversation_budget(build("", "x" * (max_tokens * 4)), max_tokens)
     summary = previous_summary
     for chunk in _chunks(llm_messages, budget, context.count_tokens):
         summary = await context.call(
-            build(chunk, summary), max_tokens, purpose(summary), reasoning=True
+            build(chunk, summary), max_tokens, purpose(summary), reasoning=reasoning
         )
     return summary or ""
 

@@ -181,9 +181,17 @@ class LeafView:
             record.tokens_tiktoken = tokens
         return tokens
 
-    def estimate_context(self, estimator: Estimator) -> ContextEstimate:
-        """``estimate_context_tokens`` of ``context()``, from cached per-record estimates."""
-        if self._usage_index < 0:
+    def estimate_context(self, estimator: Estimator, *, fresh: bool = False) -> ContextEstimate:
+        """``estimate_context_tokens`` of ``context()``, from cached per-record estimates.
+
+        With ``fresh``, usage measured before the latest compaction is ignored: the
+        kept messages still carry it, but it describes the context before the
+        summary replaced the rest (pi's own formula counts it; ``tokensBefore``
+        keeps that for parity, the live usage figures do not)."""
+        usable = self._usage_index >= 0 and not (
+            fresh and self._usage_index < self._first_after_compaction()
+        )
+        if not usable:
             trailing = sum(self.estimate(r, estimator) for r in self.context_records)
             return ContextEstimate(trailing, 0, trailing, None)
         usage = self._usage_of(self._context[self._usage_index])
@@ -194,6 +202,18 @@ class LeafView:
         offset = 1 if self._compaction is not None else 0
         message_index = self._message_index(self._usage_index + offset)
         return ContextEstimate(usage_tokens + trailing, usage_tokens, trailing, message_index)
+
+    def _first_after_compaction(self) -> int:
+        """Index into the context records list (without the summary) of the first
+        record that comes after the latest compaction on the path."""
+        if self._compaction is None:
+            return 0
+        position = _last_index(self.path, self._compaction)
+        after = {id(r) for r in self.path[position + 1 :]}
+        for index, record in enumerate(self._context):
+            if id(record) in after:
+                return index
+        return len(self._context)
 
     def _message_index(self, record_index: int) -> int:
         """Records that produce no message (an empty branch summary) shift message indices."""

@@ -10,7 +10,6 @@ lines under the current leaf, then the index and the leaf view are updated.
 from __future__ import annotations
 
 import os
-import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -50,6 +49,7 @@ from sessiond.paths import iso_now, session_dir_for, session_file_name
 from sessiond.settings import StorageSettings
 
 from .fileio import AppendFile, atomic_write, save_aside
+from .ids import new_entry_id, new_session_id
 from .leaf_view import LeafView
 from .lock import SessionLock
 from .migrate import migrate_lines
@@ -61,7 +61,6 @@ FsyncPolicy = Literal["always", "batch", "never"]
 Clock = Callable[[], datetime]
 
 _MESSAGE_CACHE_SIZE: Final = 4096
-_ID_ATTEMPTS: Final = 100
 # Roles a message entry must never carry: pi synthesises them from entries.
 _FORBIDDEN_ROLES: Final = frozenset({"compactionSummary", "branchSummary"})
 _BASE_KEYS: Final = ("id", "parentId", "timestamp")
@@ -203,7 +202,7 @@ class SessionStore:
             lines = lines[:-1]  # the torn tail is handled after migration
         elif lines and lines[-1] == b"":
             lines = lines[:-1]
-        migrated, from_version = migrate_lines(lines, lambda used: _new_entry_id(used.__contains__))
+        migrated, from_version = migrate_lines(lines, lambda used: new_entry_id(used.__contains__))
         data = b"".join(line + b"\n" for line in migrated)
         if trailing_torn and result.torn_bytes is not None:
             data += result.torn_bytes
@@ -247,7 +246,7 @@ class SessionStore:
         """Start a new session. Nothing is written until the first assistant message
         (or ``write_now``), exactly as pi; the lock is taken at once."""
         storage = storage or StorageSettings()
-        session_id = session_id or str(uuid.uuid4())
+        session_id = session_id or new_session_id()
         created = iso_now(clock())
         if path is not None:
             file_path = Path(path).absolute()
@@ -608,9 +607,9 @@ class SessionStore:
         }
         if details is not None:
             body["details"] = details
+        # pi writes fromHook on every summary it makes; oh-my-pi reads fromExtension.
+        body["fromHook"] = from_extension
         if from_extension:
-            # pi reads fromHook, oh-my-pi fromExtension; write both so either knows.
-            body["fromHook"] = True
             body["fromExtension"] = True
         return self.append(body)
 
@@ -648,7 +647,7 @@ class SessionStore:
                 fields.pop("label", None)
         elif entry_type == "session_info" and isinstance(fields.get("name"), str):
             fields["name"] = fields["name"].strip()
-        entry_id = _new_entry_id(lambda candidate: candidate in self._by_id or candidate in taken)
+        entry_id = new_entry_id(lambda candidate: candidate in self._by_id or candidate in taken)
         data = {
             "type": entry_type,
             "id": entry_id,
@@ -1020,15 +1019,6 @@ class SessionStore:
             raise StorageError(f"{self.path} was opened read-only", path=str(self.path))
         if self._closed:
             raise StorageError(f"{self.path} is closed", path=str(self.path))
-
-
-def _new_entry_id(taken: Callable[[str], bool]) -> str:
-    """pi's ids: the first 8 hex digits of a random UUID, retried on collision."""
-    for _ in range(_ID_ATTEMPTS):
-        candidate = uuid.uuid4().hex[:8]
-        if not taken(candidate):
-            return candidate
-    return str(uuid.uuid4())
 
 
 def _sort_time(timestamp: str) -> int:

@@ -1,0 +1,444 @@
+"""The compaction runner (SPEC 6, 9, 10.3, 13.4-13.5) against real summarizers."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+
+import pytest
+
+from sessiond.core.entries import CompactionEntry
+from sessiond.core.messages import CompactionSummaryMessage
+from sessiond.core.preparation import CompactionPreparation
+from sessiond.errors import (
+    AlreadyCompactedError,
+    CancelledError,
+    ConflictError,
+    NothingToCompactError,
+    SummarizerError,
+)
+from sessiond.service.compactor import Compactor
+from sessiond.service.events import CompactionEnded, CompactionStarted
+from sessiond.service.hooks import (
+    BeforeCompactAnswer,
+    CompactingAnswer,
+    NoHooks,
+    SuppliedCompaction,
+)
+from sessiond.service.runs import run_compaction
+from sessiond.service.summarizers import summary_context
+from sessiond.store.session import SessionStore
+
+from ..fake_provider import Answer, FakeProvider, default_answer
+from ..store.helpers import assistant, user
+from .helpers import CHARS, long_session, settings_with
+
+
+def compactor(store, settings, hooks=None):
+    return Compactor(store, settings.compaction, CHARS, hooks)
+
+
+def offline():
+    return settings_with(compaction={"keepRecentTokens": 2000, "tokenEstimator": "chars"})
+
+
+def with_provider(provider: FakeProvider, **compaction):
+    return settings_with(
+        compaction={"keepRecentTokens": 2000, "tokenEstimator": "chars", **compaction},
+        summarizer={"candidates": [provider.candidate()], "extractiveFallback": False},
+        retry={"enabled": False},
+    )
+
+
+async def test_manual_compaction_with_the_offline_summarizer(tmp_path: Path):
+    settings = offline()
+    with long_session(tmp_path) as store:
+        before = store.entry_count
+        outcome = await compactor(store, settings).run(summary_context(settings, mode="manual"))
+        entry = outcome.entry
+        assert isinstance(entry, CompactionEntry) and store.leaf_id == entry.id
+        assert store.entry_count == before + 1
+        assert not store.needs_sync  # compaction entries are fsynced before returning
+        assert "## Goal" in entry.summary and entry.short_summary
+        assert entry.from_hook is False and not entry.made_by_extension
+        assert entry.details["summarizer"]["extractive"] is True
+        assert (
+            "<modified-files>" in entry.summary and "src/out0.py" in entry.details["modifiedFiles"]
+        )
+        assert entry.tokens_before > 0 and outcome.tokens_after < entry.tokens_before
+        context = store.build_context()
+        assert isinstance(context.messages[0], CompactionSummaryMessage)
+        assert context.entry_ids[1] == entry.first_kept_entry_id
+    with SessionStore.open(store.path, readonly=True) as reopened:
+        assert reopened.get_entry(entry.id) == entry
+
+
+async def test_already_compacted_and_too_small(tmp_path: Path):
+    settings = offline()
+    with long_session(tmp_path) as store:
+        run = compactor(store, settings)
+        await run.run(summary_context(settings, mode="manual"))
+        with pytest.raises(AlreadyCompactedError, match="^Already compacted$"):
+            await run.run(summary_context(settings, mode="manual"))
+    with SessionStore.create("/p", session_dir=tmp_path / "small") as small:
+        small.append(user("hi"))
+        small.append(assistant("hello"))
+        with pytest.raises(
+            NothingToCompactError, match=r"^Nothing to compact \(session too small\)$"
+        ):
+            await compactor(small, settings).run(summary_context(settings, mode="manual"))
+
+
+async def test_requests_carry_the_conversation_and_prompts(tmp_path: Path, provider: FakeProvider):
+    settings = with_provider(provider)
+    with long_session(tmp_path) as store:
+        outcome = await compactor(store, settings).run(
+            summary_context(settings, mode="manual"), custom_instructions="focus on the tests"
+        )
+    by_purpose = {
+        purpose: request for purpose, request in zip(provider.purposes(), provider.requests)
+    }
+    assert (
+        set(by_purpose) <= {"history", "turnPrefix", "short"} and provider.purposes()[-1] == "short"
+    )
+    history = by_purpose["history"]
+    assert history["messages"][0]["role"] == "system"
+    prompt = history["messages"][1]["content"]
+    assert prompt.startswith("<conversation>\n[User]: request 0")
+    assert '[Assistant tool calls]: read(path="src/file0.py"); edit(path="src/out0.py")' in prompt
+    assert prompt.rstrip().endswith("Additional focus: focus on the tests")
+    assert history["max_tokens"] == int(0.8 * 16384) or history.get("max_completion_tokens") == int(
+        0.8 * 16384
+    )
+    assert outcome.entry.short_summary.startswith("## Goal\nshort summary")
+    calls = len(provider.requests)
+    assert outcome.entry.details["summarizer"] == {
+        "models": ["openai/fake-model"],
+        "calls": calls,
+        "extractive": False,
+    }
+
+
+async def test_second_compaction_updates_the_previous_summary(
+    tmp_path: Path, provider: FakeProvider
+):
+    settings = with_provider(provider)
+    with long_session(tmp_path) as store:
+        first = await compactor(store, settings).run(summary_context(settings, mode="manual"))
+        for turn in range(6):
+            store.append(user(f"more work {turn} " + "z" * 3000))
+            store.append(assistant("ok " + "w" * 3000, input=40_000 + turn))
+        await compactor(store, settings).run(summary_context(settings, mode="manual"))
+    updates = [
+        p for purpose, p in zip(provider.purposes(), provider.prompts()) if purpose == "update"
+    ]
+    assert len(updates) == 1
+    assert "<previous-summary>\n" + first.entry.summary.split("\n\n<read-files>")[0] in updates[0]
+
+
+async def test_split_turn_runs_both_summaries_and_keeps_previous_summary(
+    tmp_path: Path, provider: FakeProvider
+):
+    settings = with_provider(provider, keepRecentTokens=800)
+    with SessionStore.create("/p", session_dir=tmp_path) as store:
+        store.append(user("old question " + "q" * 4000))
+        store.append(assistant("old answer " + "a" * 4000))
+        store.append(
+            {
+                "type": "compaction",
+                "summary": "EARLIER SUMMARY",
+                "firstKeptEntryId": store.records()[-1].id,
+                "tokensBefore": 5,
+            }
+        )
+        store.append(user("one long turn"))
+        for step in range(4):
+            store.append(assistant(f"step {step} " + "s" * 2000, input=50_000 + step))
+        preparation = compactor(store, settings).prepare()
+        assert isinstance(preparation, CompactionPreparation) and preparation.is_split_turn
+        outcome = await compactor(store, settings).run(summary_context(settings, mode="manual"))
+    summary = outcome.entry.summary
+    assert "\n\n---\n\n**Turn Context (split turn):**\n\n" in summary
+    assert sorted(provider.purposes()[:2]) == ["turnPrefix", "update"] or sorted(
+        provider.purposes()[:2]
+    ) == ["history", "turnPrefix"]
+    assert provider.purposes()[-1] == "short"
+
+
+async def test_split_turn_without_history_keeps_the_previous_summary(
+    tmp_path: Path, provider: FakeProvider
+):
+    settings = with_provider(provider, keepRecentTokens=800)
+    with SessionStore.create("/p", session_dir=tmp_path) as store:
+        store.append(user("only " + "q" * 400))
+        store.append(
+            {
+                "type": "compaction",
+                "summary": "EARLIER SUMMARY",
+                "firstKeptEntryId": store.records()[-1].id,
+                "tokensBefore": 5,
+            }
+        )
+        store.append(user("the long turn"))
+        for step in range(4):
+            store.append(assistant(f"step {step} " + "s" * 2000))
+        prep = compactor(store, settings).prepare()
+        assert isinstance(prep, CompactionPreparation)
+        assert (prep.is_split_turn and prep.messages_to_summarize == []) or prep.summarize_entry_ids
+        outcome = await compactor(store, settings).run(summary_context(settings, mode="manual"))
+    if prep.messages_to_summarize == []:
+        # pi would write "No prior history." here and lose the earlier summary
+        assert outcome.entry.summary.startswith(
+            "EARLIER SUMMARY\n\n---\n\n**Turn Context (split turn):**"
+        )
+
+
+async def test_failure_writes_nothing(tmp_path: Path, provider: FakeProvider):
+    settings = with_provider(provider)
+    provider.responder = lambda body: Answer(status=500, error="upstream exploded")
+    with long_session(tmp_path) as store:
+        leaf, size = store.leaf_id, store.path.stat().st_size
+        with pytest.raises(SummarizerError) as info:
+            await compactor(store, settings).run(summary_context(settings, mode="manual"))
+        # pi's strings; with a split turn the prefix summary may fail first
+        assert info.value.message.startswith(
+            ("Summarization failed: ", "Turn prefix summarization failed: ")
+        )
+        assert "upstream exploded" in info.value.message
+        assert store.leaf_id == leaf and store.path.stat().st_size == size
+
+
+async def test_cancelling_mid_request_writes_nothing(tmp_path: Path, provider: FakeProvider):
+    settings = with_provider(provider)
+    provider.responder = lambda body: Answer(text="late", hold=True)
+    with long_session(tmp_path) as store:
+        leaf, size = store.leaf_id, store.path.stat().st_size
+        task = asyncio.ensure_future(
+            compactor(store, settings).run(summary_context(settings, mode="manual"))
+        )
+        await asyncio.to_thread(provider.arrived.wait, 5)
+        started = asyncio.get_running_loop().time()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert asyncio.get_running_loop().time() - started < 0.1
+        assert store.leaf_id == leaf and store.path.stat().st_size == size
+
+
+class RecordingHooks(NoHooks):
+    def __init__(self, before=None, compacting=None):
+        self.before = before or BeforeCompactAnswer()
+        self.compacting_answer = compacting or CompactingAnswer()
+        self.calls: list[str] = []
+        self.compacted_entries: list[tuple[CompactionEntry, bool]] = []
+
+    async def before_compact(self, preparation, branch_entries, custom_instructions):
+        self.calls.append("before")
+        assert isinstance(preparation.tokens_before, int) and isinstance(
+            preparation.is_split_turn, bool
+        )
+        assert branch_entries()[-1].id == preparation.recent_entry_ids[-1]
+        return self.before
+
+    async def compacting(self, preparation):
+        self.calls.append("compacting")
+        return self.compacting_answer
+
+    async def compacted(self, entry, from_extension):
+        self.calls.append("compacted")
+        self.compacted_entries.append((entry, from_extension))
+
+
+async def test_hook_cancels(tmp_path: Path):
+    settings = offline()
+    hooks = RecordingHooks(before=BeforeCompactAnswer(cancel=True))
+    with long_session(tmp_path) as store:
+        count = store.entry_count
+        with pytest.raises(CancelledError, match="^Compaction cancelled$"):
+            await compactor(store, settings, hooks).run(summary_context(settings, mode="manual"))
+        assert store.entry_count == count and hooks.calls == ["before"]
+
+
+async def test_hook_supplies_the_compaction(tmp_path: Path):
+    settings = offline()
+    supplied = SuppliedCompaction(
+        summary="HOOK SUMMARY", first_kept_entry_id="whatever", tokens_before=999, details={"x": 1}
+    )
+    hooks = RecordingHooks(before=BeforeCompactAnswer(compaction=supplied))
+    with long_session(tmp_path) as store:
+        outcome = await compactor(store, settings, hooks).run(
+            summary_context(settings, mode="manual")
+        )
+    entry = outcome.entry
+    assert (entry.summary, entry.first_kept_entry_id, entry.tokens_before, entry.details) == (
+        "HOOK SUMMARY",
+        "whatever",
+        999,
+        {"x": 1},
+    )
+    assert entry.from_hook and entry.from_extension
+    assert hooks.calls == ["before", "compacted"]  # compacting is skipped, as in oh-my-pi
+    assert hooks.compacted_entries == [(entry, True)]
+
+
+async def test_compacting_hook_shapes_the_request(tmp_path: Path, provider: FakeProvider):
+    settings = with_provider(provider)
+    answer = CompactingAnswer(
+        prompt="SUMMARIZE LIKE A PIRATE",
+        context=["the user is on vacation", "ship it"],
+        preserve_data={"memory": [1]},
+    )
+    hooks = RecordingHooks(
+        compacting=answer, before=BeforeCompactAnswer(problems=["client 2 timed out"])
+    )
+    with long_session(tmp_path) as store:
+        outcome = await compactor(store, settings, hooks).run(
+            summary_context(settings, mode="manual")
+        )
+    prompts = dict(zip(provider.purposes(), provider.prompts()))
+    prompt = prompts["history"]
+    assert prompt.endswith("SUMMARIZE LIKE A PIRATE")
+    assert (
+        "<additional-context>\n- the user is on vacation\n- ship it\n</additional-context>"
+        in prompt
+    )
+    assert "<additional-context>" in prompts["short"]  # the short summary sees it too
+    assert "PIRATE" not in prompts.get("turnPrefix", "")  # the prefix keeps its own prompt
+    assert outcome.entry.preserve_data == {"memory": [1]}
+    assert outcome.entry.details["hookProblems"] == ["client 2 timed out"]
+    assert hooks.calls == ["before", "compacting", "compacted"]
+
+
+async def test_prepare_review_commit(tmp_path: Path):
+    settings = offline()
+    with long_session(tmp_path) as store:
+        run = compactor(store, settings)
+        preparation = run.prepare()
+        assert isinstance(preparation, CompactionPreparation)
+        outcome = await run.run(
+            summary_context(settings, mode="manual"),
+            supplied_summary="A reviewed summary.",
+            expected_first_kept_id=preparation.first_kept_entry_id,
+        )
+        assert outcome.entry.summary.startswith("A reviewed summary.\n\n<read-files>")
+        assert outcome.entry.details["summarizer"] == {"kind": "supplied"}
+        assert outcome.entry.short_summary is None
+        store.append(user("more " + "m" * 9000))
+        store.append(assistant("and " + "n" * 9000))
+        with pytest.raises(ConflictError):
+            await run.run(
+                summary_context(settings, mode="manual"),
+                supplied_summary="stale",
+                expected_first_kept_id=preparation.first_kept_entry_id,
+            )
+
+
+async def test_appends_during_the_summary_are_kept(tmp_path: Path, provider: FakeProvider):
+    settings = with_provider(provider)
+    provider.responder = lambda body: Answer(text="summary", hold=True)
+    with long_session(tmp_path) as store:
+        task = asyncio.ensure_future(
+            compactor(store, settings).run(summary_context(settings, mode="manual"))
+        )
+        await asyncio.to_thread(provider.arrived.wait, 5)
+        late = store.append(user("typed while compacting")).id
+        provider.released.set()
+        outcome = await task
+        path = [r.id for r in store.path_records()]
+        assert path[-2:] == [late, outcome.entry.id]
+        assert store.build_context().entry_ids[-1] == late
+
+
+async def test_leaf_moved_to_another_branch_is_refused(tmp_path: Path, provider: FakeProvider):
+    settings = with_provider(provider)
+    provider.responder = lambda body: Answer(text="summary", hold=True)
+    with long_session(tmp_path) as store:
+        first = store.records()[0].id
+        task = asyncio.ensure_future(
+            compactor(store, settings).run(summary_context(settings, mode="manual"))
+        )
+        await asyncio.to_thread(provider.arrived.wait, 5)
+        store.branch(first)
+        store.append(user("elsewhere"))
+        count = store.entry_count
+        provider.released.set()
+        with pytest.raises(ConflictError):
+            await task
+        assert store.entry_count == count
+
+
+async def test_fitting_to_a_small_summarizer_window(tmp_path: Path, provider: FakeProvider):
+    settings = settings_with(
+        compaction={
+            "keepRecentTokens": 2000,
+            "tokenEstimator": "chars",
+            "reserveTokens": 1000,
+            "shortSummary": False,
+        },
+        summarizer={
+            "candidates": [provider.candidate(contextWindow=4000)],
+            "extractiveFallback": False,
+        },
+        retry={"enabled": False},
+    )
+    with long_session(tmp_path, turns=12) as store:
+        outcome = await compactor(store, settings).run(summary_context(settings, mode="manual"))
+    assert len(provider.requests) > 1  # folded in chunks, oldest first
+    for request in provider.requests:
+        text = request["messages"][0]["content"] + request["messages"][1]["content"]
+        assert len(text) / 4 + 800 <= 4000
+    history = [
+        p
+        for purpose, p in zip(provider.purposes(), provider.prompts())
+        if purpose in ("history", "update")
+    ]
+    assert len(history) > 1  # folded in chunks, oldest first
+    assert "<previous-summary>" not in history[0]
+    assert all("<previous-summary>" in prompt for prompt in history[1:])
+    assert outcome.entry.summary.startswith("## Goal\nupdate summary")
+
+
+async def test_events_for_manual_and_automatic_runs(tmp_path: Path, provider: FakeProvider):
+    settings = with_provider(provider)
+    events: list[object] = []
+    with long_session(tmp_path) as store:
+        outcome, ended = await run_compaction(
+            compactor(store, settings),
+            summary_context(settings, mode="auto"),
+            reason="threshold",
+            will_retry=False,
+            emit=events.append,
+        )
+        assert outcome is not None
+        assert events == [CompactionStarted(reason="threshold", will_retry=False), ended]
+        assert ended.result is not None and ended.entry_id == outcome.entry.id and not ended.aborted
+        provider.responder = lambda body: Answer(status=500, error="boom")
+        store.append(user("x" * 9000))
+        store.append(assistant("y" * 9000))
+        events.clear()
+        outcome, ended = await run_compaction(
+            compactor(store, settings),
+            summary_context(settings, mode="auto"),
+            reason="overflow",
+            will_retry=True,
+            emit=events.append,
+        )
+        assert outcome is None and ended.error_message.startswith(
+            "Context overflow recovery failed: Summarization failed: "
+        )
+        assert not ended.will_retry and events[-1] == ended
+        events.clear()
+        with pytest.raises(SummarizerError):
+            await run_compaction(
+                compactor(store, settings),
+                summary_context(settings, mode="manual"),
+                reason="manual",
+                will_retry=False,
+                emit=events.append,
+            )
+        assert isinstance(events[-1], CompactionEnded)
+        assert re.match(
+            r"Compaction failed: (Turn prefix s|S)ummarization failed: ", events[-1].error_message
+        )
+        provider.responder = default_answer
