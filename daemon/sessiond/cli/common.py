@@ -54,11 +54,6 @@ def run_command(handler: Callable[[argparse.Namespace], int], args: argparse.Nam
         return 0
 
 
-def shorten(text: str, width: int = 72) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "\u2026"
-
-
 def plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 

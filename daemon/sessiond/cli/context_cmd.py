@@ -6,11 +6,11 @@ import argparse
 
 from sessiond.core.context import UNSET
 from sessiond.core.convert import convert_to_llm
+from sessiond.core.describe import describe_message
 from sessiond.store.export import context_json
 from sessiond.store.session import SessionStore
 
 from .common import add_settings_arguments, effective_settings, write_json
-from .render import describe_message
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

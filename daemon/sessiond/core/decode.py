@@ -11,6 +11,7 @@ the tree. Only a line that is not JSON at all, or has no string id, is damage.
 from __future__ import annotations
 
 import math
+from functools import cache
 from typing import Any, Final, cast
 
 import msgspec
@@ -18,8 +19,16 @@ import msgspec
 from .entries import ENTRY_TYPES, Entry, KnownEntry, MessageEntry, UnknownEntry
 from .messages import AgentMessage, AnyMessage, UnknownMessage
 
-_ENTRY_DECODER: Final = msgspec.json.Decoder(KnownEntry)
-_MESSAGE_DECODER: Final = msgspec.json.Decoder(AgentMessage)
+
+@cache
+def _entry_decoder() -> msgspec.json.Decoder[KnownEntry]:
+    # Built on first use: building decoders for these unions costs start-up time.
+    return msgspec.json.Decoder(KnownEntry)
+
+
+@cache
+def _message_decoder() -> msgspec.json.Decoder[AgentMessage]:
+    return msgspec.json.Decoder(AgentMessage)
 
 
 class NotAnEntry(ValueError):
@@ -60,7 +69,7 @@ def decode_entry(line: bytes | memoryview) -> Entry:
     when it is JSON but has no place in the tree.
     """
     try:
-        return _ENTRY_DECODER.decode(line)
+        return _entry_decoder().decode(line)
     except msgspec.ValidationError:
         pass
     data = msgspec.json.decode(line)
@@ -100,7 +109,7 @@ def entry_from_dict(data: dict[str, Any]) -> Entry:
 
 def decode_message(raw: bytes | memoryview) -> AnyMessage:
     try:
-        return _MESSAGE_DECODER.decode(raw)
+        return _message_decoder().decode(raw)
     except msgspec.ValidationError:
         data = msgspec.json.decode(raw)
         if not isinstance(data, dict):

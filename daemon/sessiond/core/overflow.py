@@ -10,6 +10,7 @@ window.
 from __future__ import annotations
 
 import re
+from functools import cache
 
 from .messages import AnyMessage, AssistantMessage
 
@@ -45,22 +46,30 @@ _OVERFLOW_PATTERNS: tuple[str, ...] = (
     r"\b413\b.*\b(request|payload|entity)\b.*\btoo large\b",
 )
 
-_OVERFLOW_RE = re.compile("|".join(f"(?:{p})" for p in _OVERFLOW_PATTERNS), re.IGNORECASE)
-# Cerebras and Mistral answer an oversized prompt with a bare status line.
-_NO_BODY_RE = re.compile(r"^4(00|13)\s*(status code)?\s*\(no body\)", re.IGNORECASE)
-# Rate limiting can mention sizes too; pi 0.73.1 never treats these as overflow.
-_NOT_OVERFLOW_RE = re.compile(
-    r"^(?:Throttling error|Service unavailable):|rate limit|too many requests", re.IGNORECASE
-)
+
+@cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """Compiled on first use (start-up time): overflow, bare-status, not-overflow."""
+    overflow = re.compile("|".join(f"(?:{p})" for p in _OVERFLOW_PATTERNS), re.IGNORECASE)
+    # Cerebras and Mistral answer an oversized prompt with a bare status line.
+    no_body = re.compile(r"^4(00|13)\s*(status code)?\s*\(no body\)", re.IGNORECASE)
+    # Rate limiting can mention sizes too; pi 0.73.1 never treats these as overflow.
+    not_overflow = re.compile(
+        r"^(?:Throttling error|Service unavailable):|rate limit|too many requests", re.IGNORECASE
+    )
+    return overflow, no_body, not_overflow
+
+
 # A "length" stop with no output at 99 % of the window: the prompt filled it.
 _FULL_WINDOW_SHARE = 0.99
 
 
 def is_overflow_error_message(text: str) -> bool:
     """True when a provider's error text says the prompt did not fit."""
-    if _NOT_OVERFLOW_RE.search(text):
+    overflow, no_body, not_overflow = _patterns()
+    if not_overflow.search(text):
         return False
-    return bool(_OVERFLOW_RE.search(text) or _NO_BODY_RE.search(text))
+    return bool(overflow.search(text) or no_body.search(text))
 
 
 def is_context_overflow(message: AnyMessage, context_window: int | None = None) -> bool:

@@ -15,20 +15,33 @@ httpx is imported only when a network summarizer actually sends a request.
 
 from __future__ import annotations
 
-from sessiond.llm.base import (
-    Attempt,
-    Completion,
-    CompletionRequest,
-    Progress,
-    ProgressCallback,
-    Purpose,
-    Summarizer,
-    Usage,
-)
-from sessiond.llm.chain import Mode, RequestFitter, SleepFn, SummarizerChain, retry_delay_ms
-from sessiond.llm.client import ClientComplete, ClientSummarizer
-from sessiond.llm.errors import ErrorKind, ProviderError, classify
-from sessiond.llm.extractive import ExtractiveSummarizer, extractive_summary
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Where each public name lives. Imported on first use (PEP 562): the daemon
+# answers its first request before any summarizer module is needed.
+_EXPORTS = {
+    "Attempt": "base",
+    "Completion": "base",
+    "CompletionRequest": "base",
+    "Progress": "base",
+    "ProgressCallback": "base",
+    "Purpose": "base",
+    "Summarizer": "base",
+    "Usage": "base",
+    "Mode": "chain",
+    "RequestFitter": "chain",
+    "SleepFn": "chain",
+    "SummarizerChain": "chain",
+    "retry_delay_ms": "chain",
+    "ClientComplete": "client",
+    "ClientSummarizer": "client",
+    "ErrorKind": "errors",
+    "ProviderError": "errors",
+    "classify": "errors",
+    "ExtractiveSummarizer": "extractive",
+    "extractive_summary": "extractive",
+}
 
 __all__ = [
     "Attempt",
@@ -52,3 +65,28 @@ __all__ = [
     "extractive_summary",
     "retry_delay_ms",
 ]
+
+if TYPE_CHECKING:
+    from sessiond.llm.base import (
+        Attempt,
+        Completion,
+        CompletionRequest,
+        Progress,
+        ProgressCallback,
+        Purpose,
+        Summarizer,
+        Usage,
+    )
+    from sessiond.llm.chain import Mode, RequestFitter, SleepFn, SummarizerChain, retry_delay_ms
+    from sessiond.llm.client import ClientComplete, ClientSummarizer
+    from sessiond.llm.errors import ErrorKind, ProviderError, classify
+    from sessiond.llm.extractive import ExtractiveSummarizer, extractive_summary
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sessiond.llm' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"sessiond.llm.{module}"), name)
+    globals()[name] = value
+    return value

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -42,7 +42,6 @@ from sessiond.errors import (
     SessiondError,
     SummarizerError,
 )
-from sessiond.llm.base import Completion
 from sessiond.settings import CompactionSettings
 from sessiond.store.path_access import StorePath
 from sessiond.store.session import SessionStore
@@ -50,6 +49,9 @@ from sessiond.store.session import SessionStore
 from .events import CompactionReason, CompactionResult
 from .hooks import CompactingAnswer, Hooks, NoHooks
 from .summaries import SummaryContext, summarize_fitted, summarize_history
+
+if TYPE_CHECKING:
+    from sessiond.llm.base import Completion
 
 COMPACTION_CANCELLED = "Compaction cancelled"
 # oh-my-pi's native remote compaction state; stale once a local compaction runs.

@@ -72,7 +72,14 @@ class _RawMessage(msgspec.Struct):
     message: msgspec.Raw = msgspec.Raw(b"null")
 
 
-_RAW_MESSAGE_DECODER: Final = msgspec.json.Decoder(_RawMessage)
+_raw_message_decoder: msgspec.json.Decoder[_RawMessage] | None = None
+
+
+def _raw_message(line: bytes) -> bytes:
+    global _raw_message_decoder  # noqa: PLW0603 - built on first use, for start-up time
+    if _raw_message_decoder is None:
+        _raw_message_decoder = msgspec.json.Decoder(_RawMessage)
+    return bytes(_raw_message_decoder.decode(line).message)
 
 
 class TreeNode(msgspec.Struct, kw_only=True):
@@ -405,7 +412,7 @@ class SessionStore:
 
     def raw_message(self, record: EntryRecord) -> bytes:
         """The original JSON of a message entry's ``message``, unknown fields included."""
-        return bytes(_RAW_MESSAGE_DECODER.decode(self.raw_line(record)).message)
+        return _raw_message(self.raw_line(record))
 
     def _reader(self) -> int:
         if self._read_fd is None:

@@ -1,0 +1,105 @@
+"""One-line human descriptions of entries and messages (tree previews, the CLI)."""
+
+from __future__ import annotations
+
+from sessiond.core.entries import (
+    BranchSummaryEntry,
+    CompactionEntry,
+    CustomEntry,
+    CustomMessageEntry,
+    Entry,
+    LabelEntry,
+    MessageEntry,
+    ModelChangeEntry,
+    SessionInfoEntry,
+    ThinkingLevelChangeEntry,
+    UnknownEntry,
+    entry_type,
+)
+from sessiond.core.messages import (
+    AnyMessage,
+    AssistantMessage,
+    BashExecutionMessage,
+    BranchSummaryMessage,
+    CompactionSummaryMessage,
+    CustomMessage,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    UnknownMessage,
+    UserMessage,
+    text_of_blocks,
+)
+
+
+def shorten(text: str, width: int = 72) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "\u2026"
+
+
+def describe_message(message: AnyMessage, width: int = 72) -> str:
+    """``role: preview`` for one message."""
+    if isinstance(message, UserMessage):
+        return f"user: {shorten(text_of_blocks(message.content), width)}"
+    if isinstance(message, AssistantMessage):
+        text = " ".join(b.text for b in message.content if isinstance(b, TextContent))
+        calls = [b for b in message.content if isinstance(b, ToolCall)]
+        shown = shorten(text, width) if text else ""
+        if calls:
+            names = ", ".join(_call(c) for c in calls[:3]) + (" ..." if len(calls) > 3 else "")
+            shown = f"{shown} -> {names}" if shown else f"-> {names}"
+        if message.stop_reason in ("error", "aborted"):
+            shown = f"[{message.stop_reason}] {shorten(message.error_message or '', 40)} {shown}"
+        return f"assistant: {shown.strip()}"
+    if isinstance(message, ToolResultMessage):
+        text = text_of_blocks(message.content)
+        flag = " (error)" if message.is_error else ""
+        pruned = " (pruned)" if message.pruned_at is not None else ""
+        return f"toolResult {message.tool_name}{flag}{pruned}: {shorten(text, width)}"
+    if isinstance(message, BashExecutionMessage):
+        return f"bash: $ {shorten(message.command, width)}"
+    if isinstance(message, CustomMessage):
+        return f"custom {message.custom_type}: {shorten(text_of_blocks(message.content), width)}"
+    if isinstance(message, CompactionSummaryMessage):
+        return f"compactionSummary: {shorten(message.summary, width)}"
+    if isinstance(message, BranchSummaryMessage):
+        return f"branchSummary: {shorten(message.summary, width)}"
+    if isinstance(message, UnknownMessage):
+        return f"{message.role or '?'}: (a message sessiond does not know)"
+    return f"{type(message).__name__}"
+
+
+def _call(call: ToolCall) -> str:
+    path = call.arguments.get("path") or call.arguments.get("command")
+    return f"{call.name}({shorten(str(path), 30)})" if path else f"{call.name}()"
+
+
+def describe_entry(entry: Entry, width: int = 72) -> str:
+    if isinstance(entry, MessageEntry):
+        return describe_message(entry.message, width)
+    if isinstance(entry, CompactionEntry):
+        return f"compaction ({entry.tokens_before:,} tokens before): {shorten(entry.summary, 48)}"
+    if isinstance(entry, BranchSummaryEntry):
+        return f"branch summary: {shorten(entry.summary, width)}"
+    if isinstance(entry, ModelChangeEntry):
+        model = entry.model or f"{entry.provider}/{entry.model_id}"
+        return f"model -> {model}" + (f" ({entry.role})" if entry.role else "")
+    if isinstance(entry, ThinkingLevelChangeEntry):
+        return f"thinking -> {entry.thinking_level or 'off'}"
+    if isinstance(entry, LabelEntry):
+        return (
+            f"label {entry.target_id} = {entry.label!r}"
+            if entry.label
+            else f"unlabel {entry.target_id}"
+        )
+    if isinstance(entry, SessionInfoEntry):
+        return f"name = {entry.name!r}"
+    if isinstance(entry, CustomMessageEntry):
+        return (
+            f"custom message {entry.custom_type}: {shorten(text_of_blocks(entry.content), width)}"
+        )
+    if isinstance(entry, CustomEntry):
+        return f"custom {entry.custom_type}"
+    if isinstance(entry, UnknownEntry):
+        return f"{entry.type or '?'} (not understood; kept as is)"
+    return entry_type(entry).replace("_", " ")

@@ -1,0 +1,177 @@
+"""``compaction/*`` and ``agent/turnEnded``: compaction on request and pi's end-of-turn checks."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import msgspec
+
+from sessiond.core.preparation import CompactionPreparation, NotCompactable
+from sessiond.server import RequestContext
+from sessiond.service.compactor import Compactor, prepare, raise_not_compactable
+from sessiond.service.events import CompactionEnded, CompactionStarted
+from sessiond.service.runs import CompactionEvent, run_compaction
+from sessiond.service.sessions import SessionActor
+from sessiond.service.turns import end_of_turn
+
+from .daemon import Daemon
+from .hooks import preparation_wire
+from .types import (
+    AbortResult,
+    CompactionEndedNotification,
+    CompactionPreparationWire,
+    CompactionStartedNotification,
+    CompactionSummaryInfo,
+    PrepareCompactionParams,
+    RunCompactionParams,
+    RunCompactionResult,
+    SessionRef,
+    TurnEndedParams,
+    TurnEndedResult,
+)
+
+
+def publish_event(actor: SessionActor, event: CompactionEvent) -> None:
+    if isinstance(event, CompactionStarted):
+        actor.publish(
+            "compaction/started",
+            CompactionStartedNotification(
+                session_id=actor.session_id, reason=event.reason, will_retry=event.will_retry
+            ),
+        )
+        return
+    actor.publish("compaction/ended", ended_notification(actor, event))
+
+
+def ended_notification(actor: SessionActor, event: CompactionEnded) -> CompactionEndedNotification:
+    result: dict[str, Any] | None = None
+    if event.result is not None:
+        built = msgspec.to_builtins(event.result)
+        assert isinstance(built, dict)
+        result = built
+    return CompactionEndedNotification(
+        session_id=actor.session_id,
+        reason=event.reason,
+        aborted=event.aborted,
+        will_retry=event.will_retry,
+        result=result,
+        error_message=event.error_message,
+        skipped=event.skipped,
+        entry_id=event.entry_id,
+        tokens_before=event.tokens_before,
+        tokens_after=event.tokens_after,
+    )
+
+
+def register(daemon: Daemon) -> None:
+    router = daemon.router
+
+    @router.request("compaction/prepare", PrepareCompactionParams)
+    def prepare_(ctx: RequestContext, params: PrepareCompactionParams) -> CompactionPreparationWire:
+        actor = daemon.actor(params.session_id)
+        settings = daemon.settings(ctx, actor, params.settings)
+        preparation = prepare(actor.store, settings.compaction, actor.estimator(settings))
+        if isinstance(preparation, NotCompactable):
+            raise_not_compactable(preparation)
+        assert isinstance(preparation, CompactionPreparation)
+        return preparation_wire(preparation, include_messages=params.include_messages)
+
+    @router.request("compaction/run", RunCompactionParams)
+    async def run(ctx: RequestContext, params: RunCompactionParams) -> RunCompactionResult:
+        actor = daemon.actor(params.session_id)
+        settings = daemon.settings(ctx, actor, params.settings)
+        summaries = daemon.summaries(ctx, settings, "manual", "Compacting the session")
+        compactor = Compactor(
+            actor.store, settings.compaction, actor.estimator(settings), actor.hooks()
+        )
+
+        async def work() -> RunCompactionResult:
+            outcome, _ = await run_compaction(
+                compactor,
+                summaries,
+                reason="manual",
+                will_retry=False,
+                emit=lambda event: publish_event(actor, event),
+                custom_instructions=params.custom_instructions,
+                supplied_summary=params.summary,
+                expected_first_kept_id=params.first_kept_entry_id,
+            )
+            assert outcome is not None
+            return RunCompactionResult(
+                entry=msgspec.Raw(actor.store.raw_line(actor.store.record(outcome.entry.id))),
+                tokens_before=outcome.result.tokens_before,
+                tokens_after=outcome.tokens_after,
+                from_extension=outcome.from_extension,
+            )
+
+        try:
+            result = await actor.run_long("compaction", work, preempt=True)
+        finally:
+            daemon.end_progress(ctx, "Compaction finished")
+        daemon.changed(actor, "compaction")
+        return result
+
+    @router.request("compaction/abort", SessionRef)
+    async def abort(ctx: RequestContext, params: SessionRef) -> AbortResult:
+        actor = daemon.actor(params.session_id)
+        return AbortResult(aborted=await actor.abort("compaction"))
+
+    @router.request("agent/turnEnded", TurnEndedParams)
+    async def turn_ended(ctx: RequestContext, params: TurnEndedParams) -> TurnEndedResult:
+        actor = daemon.actor(params.session_id)
+        settings = daemon.settings(ctx, actor)
+        estimator = actor.estimator(settings)
+        window = params.context_window or settings.context.default_context_window
+        model = params.model if params.model is not None else actor.store.leaf_view.model
+
+        async def compact(reason: Any, will_retry: bool) -> Any:
+            summaries = daemon.summaries(ctx, settings, "auto", "Compacting the session")
+            compactor = Compactor(actor.store, settings.compaction, estimator, actor.hooks())
+
+            async def work() -> Any:
+                return await run_compaction(
+                    compactor,
+                    summaries,
+                    reason=reason,
+                    will_retry=will_retry,
+                    emit=lambda event: publish_event(actor, event),
+                )
+
+            try:
+                return await actor.run_long("compaction", work)
+            finally:
+                daemon.end_progress(ctx, "Compaction finished")
+
+        check = await end_of_turn(
+            actor.store,
+            settings,
+            estimator,
+            context_window=window,
+            model=model,
+            guard=actor.guard,
+            compact=compact,
+            emit_ended=lambda event: publish_event(actor, event),
+            now_ms=int(time.time() * 1000),
+        )
+        if check.pruned is not None and not check.pruned.empty:
+            daemon.changed(actor, "rewrite")
+        if check.outcome is not None:
+            daemon.changed(actor, "compaction")
+        outcome = check.outcome
+        return TurnEndedResult(
+            action=check.action,
+            prompt=check.prompt,
+            compaction=CompactionSummaryInfo(
+                entry_id=outcome.entry.id,
+                reason=check.ended.reason if check.ended is not None else "threshold",
+                tokens_before=outcome.result.tokens_before,
+                tokens_after=outcome.tokens_after,
+            )
+            if outcome is not None
+            else None,
+            error_message=check.error_message,
+            pruned_entries=len(check.pruned.candidates) if check.pruned is not None else 0,
+            tokens_saved=check.pruned.tokens_saved if check.pruned is not None else 0,
+            usage=daemon.usage(actor, settings, window),
+        )

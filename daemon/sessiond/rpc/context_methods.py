@@ -1,0 +1,50 @@
+"""``context/*``: the context at a leaf, and how full it is."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from sessiond.core.context import UNSET
+from sessiond.server import RequestContext
+from sessiond.store.export import messages_json
+
+from .daemon import Daemon
+from .types import BuildContextParams, ContextUsageParams, Usage
+
+
+class BuildContextResult(msgspec.Struct, rename="camel", omit_defaults=True):
+    messages: msgspec.Raw
+    thinking_level: str
+    model: Any
+    # Ids of the entries the messages came from (the summary's is its compaction's).
+    entry_ids: list[str]
+    usage: Usage | None = None
+
+
+def register(daemon: Daemon) -> None:
+    router = daemon.router
+
+    @router.request("context/build", BuildContextParams)
+    def build(ctx: RequestContext, params: BuildContextParams) -> BuildContextResult:
+        actor = daemon.actor(params.session_id)
+        store = actor.store
+        if params.leaf_id is not None:
+            store.record(params.leaf_id)  # an unknown id is an error, not pi's silent fallback
+        context = store.build_context(params.leaf_id if params.leaf_id is not None else UNSET)
+        at_leaf = params.leaf_id is None or params.leaf_id == store.leaf_id
+        return BuildContextResult(
+            messages=msgspec.Raw(messages_json(store, context, params.format)),
+            thinking_level=context.thinking_level,
+            model=context.model,
+            entry_ids=context.entry_ids,
+            usage=daemon.usage(actor, daemon.settings(ctx, actor), params.context_window)
+            if at_leaf
+            else None,
+        )
+
+    @router.request("context/usage", ContextUsageParams)
+    def usage(ctx: RequestContext, params: ContextUsageParams) -> Usage:
+        actor = daemon.actor(params.session_id)
+        return daemon.usage(actor, daemon.settings(ctx, actor), params.context_window)

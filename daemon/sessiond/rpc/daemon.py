@@ -1,0 +1,224 @@
+"""The daemon: its clients, its open sessions, and what every method handler shares.
+
+Settings are layered per request: the user's settings file, then the
+connection's overrides (``initialize.settings``), then the session's
+(``settings/update``), then the call's own (``settings`` in the params).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Literal
+
+from sessiond._version import __version__
+from sessiond.core.tokens import resolve_threshold_tokens, should_compact
+from sessiond.errors import InvalidParamsError
+from sessiond.llm.base import Progress
+from sessiond.server import (
+    Connection,
+    RequestContext,
+    Router,
+    WorkDoneBegin,
+    WorkDoneEnd,
+    WorkDoneReport,
+)
+from sessiond.service.sessions import SessionActor, SessionRegistry
+from sessiond.service.summaries import SummaryContext
+from sessiond.settings import Settings, load_settings, merge_settings
+
+from .clients import Clients, ClientState
+from .hooks import ClientHooks
+from .types import (
+    PROTOCOL_VERSION,
+    ClientInfo,
+    InitializeParams,
+    InitializeResult,
+    ServerCapabilities,
+    ServerInfo,
+    SessionChanged,
+    Usage,
+)
+
+_log = logging.getLogger(__name__)
+HOOK_NAMES = [
+    "session_before_compact",
+    "session.compacting",
+    "session_compact",
+    "session_before_tree",
+    "session_tree",
+]
+NOTIFICATIONS = [
+    "session/changed",
+    "session/recovered",
+    "compaction/started",
+    "compaction/ended",
+    "$/progress",
+    "window/logMessage",
+]
+# $/progress reports at most this often while a summary streams in.
+_PROGRESS_INTERVAL = 0.25
+
+
+class Daemon:
+    def __init__(self, settings: Settings | None = None, warnings: list[str] | None = None) -> None:
+        if settings is None:
+            settings, warnings = load_settings()
+        self.base_settings = settings
+        self.settings_warnings = list(warnings or [])
+        for warning in self.settings_warnings:
+            _log.warning("settings: %s", warning)
+        self.clients = Clients()
+        self.sessions = SessionRegistry(
+            settings=lambda: self.base_settings,
+            publish=self.clients.publish,
+            hooks=self._hooks_for,
+        )
+        self.router = Router()
+
+    # -- connections
+
+    def on_connection(self, connection: Connection) -> None:
+        self.clients.add(connection)
+        connection.on_close(self._on_close)
+
+    def _on_close(self, connection: Connection) -> None:
+        self.sessions.client_gone(connection.id)
+        self.clients.remove(connection.id)
+
+    async def on_shutdown(self) -> None:
+        self.sessions.sync_all()
+        self.sessions.close_all()
+
+    def client(self, ctx: RequestContext) -> ClientState:
+        state = self.clients.get(ctx.connection.id)
+        if state is None:  # a connection the server did not announce (tests, embedding)
+            state = self.clients.add(ctx.connection)
+        return state
+
+    def _hooks_for(self, actor: SessionActor) -> ClientHooks:
+        return ClientHooks(self.clients, actor, lambda: actor.settings().hooks.timeout_ms / 1000)
+
+    # -- lifecycle handlers
+
+    def initialize(self, ctx: RequestContext, params: InitializeParams) -> InitializeResult:
+        state = self.client(ctx)
+        state.name = (params.client_info or ClientInfo(name="client")).name
+        state.capabilities = params.capabilities
+        warnings = list(self.settings_warnings)
+        if params.settings:
+            _, problems = merge_settings(
+                self.base_settings, params.settings, strict=False, source="initialize.settings"
+            )
+            warnings += problems
+            state.overrides = dict(params.settings)
+        if params.protocol_version not in (None, PROTOCOL_VERSION):
+            warnings.append(
+                f"client speaks protocol {params.protocol_version}; this daemon speaks "
+                f"{PROTOCOL_VERSION} (methods may be missing or differ)"
+            )
+        state.initialized = True
+        return InitializeResult(
+            server_info=ServerInfo(name="sessiond", version=__version__),
+            protocol_version=PROTOCOL_VERSION,
+            capabilities=ServerCapabilities(
+                methods=sorted(self.router.requests),
+                notifications=NOTIFICATIONS,
+                hooks=HOOK_NAMES,
+                summarizers=[c.kind for c in self.base_settings.summarizer.candidates]
+                or ["extractive"],
+            ),
+            warnings=warnings,
+        )
+
+    def shutdown(self, ctx: RequestContext, params: object) -> None:
+        self.sessions.sync_all()
+
+    # -- what handlers share
+
+    def actor(self, session_id: str) -> SessionActor:
+        return self.sessions.get(session_id)
+
+    def settings(
+        self,
+        ctx: RequestContext,
+        actor: SessionActor | None = None,
+        call: dict[str, Any] | None = None,
+    ) -> Settings:
+        """Effective settings: file, then connection, then session, then this call."""
+        state = self.client(ctx)
+        settings = self.base_settings
+        if state.overrides:
+            settings, _ = merge_settings(settings, state.overrides, strict=False, source="client")
+        if actor is not None and actor.overrides:
+            settings, _ = merge_settings(settings, actor.overrides, strict=False, source="session")
+        if call:
+            settings, _ = merge_settings(settings, call, strict=True, source="settings")
+        return settings
+
+    def usage(self, actor: SessionActor, settings: Settings, window: int | None) -> Usage:
+        if window is not None and window <= 0:
+            raise InvalidParamsError("contextWindow must be a positive number of tokens")
+        context_window = window or settings.context.default_context_window
+        estimator = actor.estimator(settings)
+        estimate = actor.store.leaf_view.estimate_context(estimator, fresh=True)
+        threshold = resolve_threshold_tokens(context_window, settings.compaction)
+        return Usage(
+            tokens=estimate.tokens,
+            context_window=context_window,
+            threshold=threshold,
+            should_compact=should_compact(estimate.tokens, context_window, settings.compaction),
+            percent=round(100 * estimate.tokens / context_window, 2),
+            usage_tokens=estimate.usage_tokens,
+            trailing_tokens=estimate.trailing_tokens,
+            estimator=estimator.name,
+        )
+
+    def changed(
+        self,
+        actor: SessionActor,
+        reason: Literal["append", "navigate", "compaction", "rewrite", "fork", "close"],
+        appended: list[str] | None = None,
+    ) -> None:
+        actor.publish(
+            "session/changed",
+            SessionChanged(
+                session_id=actor.session_id,
+                reason=reason,
+                leaf_id=actor.store.leaf_id,
+                entry_count=actor.store.entry_count,
+                appended_ids=appended or [],
+            ),
+        )
+
+    def summaries(
+        self,
+        ctx: RequestContext,
+        settings: Settings,
+        mode: Literal["manual", "auto"],
+        title: str,
+    ) -> SummaryContext:
+        """A summarizer for this request, reporting ``$/progress`` when it has a token."""
+        client = self.clients.llm_client(preferred=ctx.connection.id)
+        progress = None
+        if ctx.work_done_token is not None:
+            ctx.progress(WorkDoneBegin(title=title, cancellable=True))
+            last = [0.0]
+
+            def progress(update: Progress) -> None:
+                now = time.monotonic()
+                if now - last[0] < _PROGRESS_INTERVAL:
+                    return
+                last[0] = now
+                ctx.progress(
+                    WorkDoneReport(message=f"{update.model}: {update.chars} characters received")
+                )
+
+        # The summarizers load on first use: most requests never need them.
+        from sessiond.service.summarizers import summary_context
+
+        return summary_context(settings, mode=mode, client=client, progress=progress)
+
+    def end_progress(self, ctx: RequestContext, message: str) -> None:
+        if ctx.work_done_token is not None:
+            ctx.progress(WorkDoneEnd(message=message))

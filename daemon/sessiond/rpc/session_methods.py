@@ -1,0 +1,235 @@
+"""``session/*``: opening, creating, listing, appending, reading the tree, forking."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+from sessiond.core.describe import describe_entry
+from sessiond.errors import InvalidParamsError
+from sessiond.paths import session_dir_for
+from sessiond.server import RequestContext
+from sessiond.service.forking import fork_at_user_message, user_messages_for_forking
+from sessiond.store.listing import list_sessions
+from sessiond.store.session import SessionStore
+
+from .daemon import Daemon
+from .types import (
+    AppendedEntry,
+    AppendParams,
+    AppendResult,
+    EntriesParams,
+    EntriesResult,
+    EntryParams,
+    EntryResult,
+    ForkParams,
+    ForkResult,
+    LabelParams,
+    ListSessionsParams,
+    ListSessionsResult,
+    NewSessionParams,
+    NewSessionResult,
+    OpenSessionParams,
+    OpenSessionResult,
+    PathParams,
+    PathResult,
+    SessionListing,
+    SessionRecovered,
+    SessionRef,
+    SetNameParams,
+    TreeNode,
+    TreeParams,
+    TreeResult,
+    UserMessagesResult,
+)
+
+
+def _path(text: str, what: str) -> Path:
+    if not text:
+        raise InvalidParamsError(f"{what} must not be empty")
+    return Path(text).expanduser().absolute()
+
+
+def register(daemon: Daemon) -> None:
+    router = daemon.router
+
+    @router.request("session/new", NewSessionParams)
+    def new(ctx: RequestContext, params: NewSessionParams) -> NewSessionResult:
+        settings = daemon.settings(ctx)
+
+        def create() -> SessionStore:
+            return SessionStore.create(
+                params.cwd,
+                session_dir=_path(params.session_dir, "sessionDir") if params.session_dir else None,
+                path=_path(params.path, "path") if params.path else None,
+                session_id=params.id,
+                parent_session=params.parent_session,
+                storage=settings.storage,
+            )
+
+        actor = daemon.sessions.create(create, ctx.connection.id)
+        if params.write_now:
+            actor.store.write_now()
+        return NewSessionResult(
+            session_id=actor.session_id,
+            path=str(actor.store.path),
+            header=actor.store.header,
+            persisted=actor.store.persisted,
+        )
+
+    @router.request("session/open", OpenSessionParams)
+    def open_(ctx: RequestContext, params: OpenSessionParams) -> OpenSessionResult:
+        actor, opened = daemon.sessions.open(_path(params.path, "path"), ctx.connection.id)
+        store = actor.store
+        recovery = None if store.recovery.clean else store.recovery
+        if opened and recovery is not None:
+            actor.publish(
+                "session/recovered",
+                SessionRecovered(
+                    session_id=actor.session_id, path=str(store.path), recovery=recovery
+                ),
+            )
+        return OpenSessionResult(
+            session_id=actor.session_id,
+            path=str(store.path),
+            header=store.header,
+            leaf_id=store.leaf_id,
+            entry_count=store.entry_count,
+            name=store.name,
+            recovery=recovery,
+        )
+
+    @router.request("session/list", ListSessionsParams)
+    def list_(ctx: RequestContext, params: ListSessionsParams) -> ListSessionsResult:
+        settings = daemon.settings(ctx)
+        if params.session_dir:
+            directory = _path(params.session_dir, "sessionDir")
+        elif params.cwd:
+            root = (
+                Path(settings.storage.session_dir).expanduser()
+                if settings.storage.session_dir
+                else None
+            )
+            directory = session_dir_for(params.cwd, root)
+        else:
+            raise InvalidParamsError("session/list needs cwd or sessionDir")
+        return ListSessionsResult(
+            sessions=[
+                msgspec.convert(msgspec.to_builtins(s), SessionListing)
+                for s in list_sessions(directory)
+            ]
+        )
+
+    @router.request("session/close", SessionRef)
+    def close(ctx: RequestContext, params: SessionRef) -> dict[str, bool]:
+        daemon.actor(params.session_id).store.sync()
+        return {"closed": daemon.sessions.close(params.session_id, ctx.connection.id)}
+
+    @router.request("session/append", AppendParams)
+    def append(ctx: RequestContext, params: AppendParams) -> AppendResult:
+        actor = daemon.actor(params.session_id)
+        expected = params.expected_leaf_id
+        entries = (
+            actor.store.append_entries(params.entries)
+            if isinstance(expected, msgspec.UnsetType)
+            else actor.store.append_entries(params.entries, expected_leaf_id=expected)
+        )
+        actor.appended(entries)
+        ids = [entry.id for entry in entries]
+        daemon.changed(actor, "append", ids)
+        return AppendResult(
+            ids=ids,
+            leaf_id=actor.store.leaf_id,
+            usage=daemon.usage(actor, daemon.settings(ctx, actor), None),
+        )
+
+    @router.request("session/entries", EntriesParams)
+    def entries(ctx: RequestContext, params: EntriesParams) -> EntriesResult:
+        store = daemon.actor(params.session_id).store
+        if params.ids is not None:
+            records = [store.record(entry_id) for entry_id in params.ids]
+        else:
+            if params.offset < 0 or (params.limit is not None and params.limit < 0):
+                raise InvalidParamsError("offset and limit must not be negative")
+            end = None if params.limit is None else params.offset + params.limit
+            records = list(store.records()[params.offset : end])
+        return EntriesResult(
+            entries=[msgspec.Raw(store.raw_line(r)) for r in records], total=store.entry_count
+        )
+
+    @router.request("session/entry", EntryParams)
+    def entry(ctx: RequestContext, params: EntryParams) -> EntryResult:
+        store = daemon.actor(params.session_id).store
+        return EntryResult(entry=msgspec.Raw(store.raw_line(store.record(params.entry_id))))
+
+    @router.request("session/path", PathParams)
+    def path(ctx: RequestContext, params: PathParams) -> PathResult:
+        store = daemon.actor(params.session_id).store
+        records = store.path_records(params.from_id)
+        return PathResult(entries=[msgspec.Raw(store.raw_line(r)) for r in records])
+
+    @router.request("session/tree", TreeParams)
+    def tree(ctx: RequestContext, params: TreeParams) -> TreeResult:
+        store = daemon.actor(params.session_id).store
+        active = {record.id for record in store.leaf_view.path}
+        nodes: list[TreeNode] = []
+        roots = store.get_tree()
+        stack = list(reversed(roots))
+        while stack:
+            node = stack.pop()
+            record = node.record
+            nodes.append(
+                TreeNode(
+                    id=record.id,
+                    parent_id=record.parent_id,
+                    type=record.type,
+                    timestamp=record.timestamp,
+                    children=[child.record.id for child in node.children],
+                    role=record.role,
+                    label=node.label,
+                    label_timestamp=store.label_timestamp(record.id) if node.label else None,
+                    preview=describe_entry(store.entry_of(record), 100)
+                    if params.previews
+                    else None,
+                    active=record.id in active,
+                )
+            )
+            stack.extend(reversed(node.children))
+        return TreeResult(
+            nodes=nodes, root_ids=[node.record.id for node in roots], leaf_id=store.leaf_id
+        )
+
+    @router.request("session/label", LabelParams)
+    def label(ctx: RequestContext, params: LabelParams) -> AppendedEntry:
+        actor = daemon.actor(params.session_id)
+        written = actor.store.append_label(params.target_id, params.label)
+        actor.appended([written])
+        daemon.changed(actor, "append", [written.id])
+        return AppendedEntry(entry_id=written.id, leaf_id=actor.store.leaf_id)
+
+    @router.request("session/setName", SetNameParams)
+    def set_name(ctx: RequestContext, params: SetNameParams) -> AppendedEntry:
+        actor = daemon.actor(params.session_id)
+        written = actor.store.set_name(params.name)
+        actor.appended([written])
+        daemon.changed(actor, "append", [written.id])
+        return AppendedEntry(entry_id=written.id, leaf_id=actor.store.leaf_id)
+
+    @router.request("session/fork", ForkParams)
+    def fork(ctx: RequestContext, params: ForkParams) -> ForkResult:
+        actor = daemon.actor(params.session_id)
+        result = fork_at_user_message(actor.store, params.entry_id)
+        forked = daemon.sessions.adopt(result.store, ctx.connection.id)
+        return ForkResult(
+            session_id=forked.session_id,
+            path=str(forked.store.path),
+            selected_text=result.selected_text,
+        )
+
+    @router.request("session/userMessages", SessionRef)
+    def user_messages(ctx: RequestContext, params: SessionRef) -> UserMessagesResult:
+        store = daemon.actor(params.session_id).store
+        return UserMessagesResult(
+            messages=[{"entryId": i, "text": t} for i, t in user_messages_for_forking(store)]
+        )

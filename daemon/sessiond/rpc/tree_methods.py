@@ -1,0 +1,68 @@
+"""``tree/*``: navigating the session tree, with a summary of the branch left behind."""
+
+from __future__ import annotations
+
+import asyncio
+
+import msgspec
+
+from sessiond.server import RequestContext
+from sessiond.service.navigator import NavigationResult, navigate_tree
+
+from .daemon import Daemon
+from .types import AbortResult, NavigateParams, NavigateResult, SessionRef
+
+
+def register(daemon: Daemon) -> None:
+    router = daemon.router
+
+    @router.request("tree/navigate", NavigateParams)
+    async def navigate(ctx: RequestContext, params: NavigateParams) -> NavigateResult:
+        actor = daemon.actor(params.session_id)
+        settings = daemon.settings(ctx, actor)
+        abort = asyncio.Event()
+        summaries = (
+            daemon.summaries(ctx, settings, "manual", "Summarizing the branch")
+            if params.summarize
+            else None
+        )
+
+        async def work() -> NavigationResult:
+            return await navigate_tree(
+                actor.store,
+                settings,
+                actor.estimator(settings),
+                target_id=params.target_id,
+                summaries=summaries,
+                summarize=params.summarize,
+                custom_instructions=params.custom_instructions,
+                replace_instructions=params.replace_instructions,
+                label=params.label,
+                context_window=params.context_window,
+                hooks=actor.hooks(),
+                abort=abort,
+            )
+
+        try:
+            result = await actor.run_long("navigation", work, abort_event=abort)
+        finally:
+            if summaries is not None:
+                daemon.end_progress(ctx, "Branch summary finished")
+        if not result.cancelled:
+            daemon.changed(
+                actor, "navigate", [result.summary_entry.id] if result.summary_entry else []
+            )
+        store = actor.store
+        return NavigateResult(
+            cancelled=result.cancelled,
+            aborted=result.aborted,
+            leaf_id=result.leaf_id,
+            editor_text=result.editor_text,
+            summary_entry=msgspec.Raw(store.raw_line(store.record(result.summary_entry.id)))
+            if result.summary_entry is not None
+            else None,
+        )
+
+    @router.request("tree/abort", SessionRef)
+    async def abort(ctx: RequestContext, params: SessionRef) -> AbortResult:
+        return AbortResult(aborted=await daemon.actor(params.session_id).abort("navigation"))

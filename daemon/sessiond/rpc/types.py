@@ -1,0 +1,493 @@
+"""The protocol's wire types: params and results of every method, notifications, hooks.
+
+These types are the schema (``protocol/schema.json`` is generated from them).
+Names are camelCase on the wire. Entries and stored messages travel as their
+original JSON (``msgspec.Raw``), so fields sessiond does not know reach the
+client untouched.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from sessiond.core.context import ModelRef
+from sessiond.core.entries import SessionHeader
+from sessiond.store.recovery import RecoveryReport
+
+PROTOCOL_VERSION = "1"
+
+_W: dict[str, Any] = {"rename": "camel", "omit_defaults": True}
+
+HookName = Literal[
+    "session_before_compact",
+    "session.compacting",
+    "session_compact",
+    "session_before_tree",
+    "session_tree",
+]
+ContextFormat = Literal["agent", "llm"]
+
+
+# --------------------------------------------------------------------- lifecycle
+
+
+class ClientInfo(msgspec.Struct, kw_only=True, **_W):
+    name: str
+    version: str | None = None
+
+
+class ClientCapabilities(msgspec.Struct, kw_only=True, **_W):
+    # Hooks this client answers (server->client requests or notifications).
+    hooks: list[HookName] = msgspec.field(default_factory=list)
+    # The client can summarize with its own model access (``llm/complete``).
+    llm: bool = False
+    # Notification methods this client does not want.
+    opt_out_notifications: list[str] = msgspec.field(default_factory=list)
+
+
+class InitializeParams(msgspec.Struct, kw_only=True, **_W):
+    client_info: ClientInfo | None = None
+    protocol_version: str | None = None
+    capabilities: ClientCapabilities = msgspec.field(default_factory=ClientCapabilities)
+    # Setting overrides for this connection, {group: {key: value}}.
+    settings: dict[str, Any] | None = None
+    # Required on TCP: the token the daemon was started with.
+    auth_token: str | None = None
+
+
+class ServerInfo(msgspec.Struct, kw_only=True, **_W):
+    name: str
+    version: str
+
+
+class ServerCapabilities(msgspec.Struct, kw_only=True, **_W):
+    methods: list[str]
+    notifications: list[str]
+    hooks: list[str]
+    summarizers: list[str]
+
+
+class InitializeResult(msgspec.Struct, kw_only=True, **_W):
+    server_info: ServerInfo
+    protocol_version: str
+    capabilities: ServerCapabilities
+    # Problems with the daemon's settings file or the client's settings.
+    warnings: list[str] = msgspec.field(default_factory=list)
+
+
+# --------------------------------------------------------------------- sessions
+
+
+class SessionRef(msgspec.Struct, kw_only=True, **_W):
+    session_id: str
+
+
+class NewSessionParams(msgspec.Struct, kw_only=True, **_W):
+    cwd: str
+    session_dir: str | None = None
+    path: str | None = None
+    id: str | None = None
+    parent_session: str | None = None
+    # Write the file now instead of with the first assistant message (pi's default).
+    write_now: bool = False
+
+
+class NewSessionResult(msgspec.Struct, kw_only=True, **_W):
+    session_id: str
+    path: str
+    header: SessionHeader
+    persisted: bool
+
+
+class OpenSessionParams(msgspec.Struct, kw_only=True, **_W):
+    path: str
+
+
+class OpenSessionResult(msgspec.Struct, kw_only=True, **_W):
+    session_id: str
+    path: str
+    header: SessionHeader
+    leaf_id: str | None
+    entry_count: int
+    name: str | None = None
+    # Present when opening found something to repair or report.
+    recovery: RecoveryReport | None = None
+
+
+class ListSessionsParams(msgspec.Struct, kw_only=True, **_W):
+    cwd: str | None = None
+    session_dir: str | None = None
+
+
+class SessionListing(msgspec.Struct, kw_only=True, **_W):
+    path: str
+    session_id: str
+    cwd: str
+    created: str
+    modified: str
+    entry_count: int
+    first_message: str
+    name: str | None = None
+    parent_session: str | None = None
+
+
+class ListSessionsResult(msgspec.Struct, kw_only=True, **_W):
+    sessions: list[SessionListing]
+
+
+class AppendParams(msgspec.Struct, kw_only=True, **_W):
+    session_id: str
+    # Entry objects without id, parentId and timestamp, e.g.
+    # {"type": "message", "message": {"role": "user", "content": "hi"}}.
+    entries: list[dict[str, Any]]
+    # Refuse (conflict) unless the leaf is still this one; null means "no leaf yet".
+    expected_leaf_id: str | msgspec.UnsetType | None = msgspec.UNSET
+
+
+class Usage(msgspec.Struct, kw_only=True, **_W):
+    """How full the context is at the leaf."""
+
+    tokens: int
+    context_window: int
+    threshold: int
+    should_compact: bool
+    percent: float
+    # The last measured usage (after the latest compaction) and the estimate after it.
+    usage_tokens: int
+    trailing_tokens: int
+    estimator: str
+
+
+class AppendResult(msgspec.Struct, kw_only=True, **_W):
+    ids: list[str]
+    leaf_id: str | None
+    usage: Usage
+
+
+class EntriesParams(msgspec.Struct, kw_only=True, **_W):
+    session_id: str
+    # Only these entries (in this order); otherwise a page of the file order.
+    ids: list[str] | None = None
+    offset: int = 0
+    limit: int | None = None
+
+
+class EntriesResult(msgspec.Struct, kw_only=True, **_W):
+    entries: list[msgspec.Raw]
+    total: int
+
+
+class EntryParams(msgspec.Struct, kw_only=True, **_W):
+    session_id: str
+    entry_id: str
+
+
+class EntryResult(msgspec.Struct, kw_only=True, **_W):
+    entry: msgspec.Raw
+
+
+class PathParams(msgspec.Struct, kw_only=True, **_W):
+    session_id: str
+    from_id: str | None = None
+
+
+class PathResult(msgspec.Struct, kw_only=True, **_W):
+    entries: list[msgspec.Raw]
+
+
+class TreeParams(msgspec.Struct, kw_only=True, **_W):
+    session_id: str
+    # Include a one-line text preview per node (decodes every entry: slower).
+    previews: bool = True
+
+
+class TreeNode(msgspec.Struct, kw_only=True, **_W):
+    id: str
+    parent_id: str | None
+    type: str
+    timestamp: str
+    children: list[str]
+    role: str | None = None
+    label: str | None = None
+    label_timestamp: str | None = None
+    preview: str | None = None
+    # On the path from a root to the current leaf.
+    active: bool = False
+
+
+class TreeResult(msgspec.Struct, kw_only=True, **_W):
+    nodes: list[TreeNode]
+    root_ids: list[str]
+    leaf_id: str | None
+
+
+class LabelParams(msgspec.Struct, kw_only=True, **_W):
+    session_id: str
+    target_id: str
+    # Absent, null or "" clears the label.
+    label: str | None = None
+
+
+class AppendedEntry(msgspec.Struct, kw_only=True, **_W):
+    entry_id: str
+    leaf_id: str | None
+
+
+class SetNameParams(msgspec.Struct, kw_only=True, **_W):
+    session_id: str
+    name: str
+
+
+class ForkParams(msgspec.Struct, kw_only=True, **_W):
+    session_id: str
+    # A user message: the new session holds the path before it.
+    entry_id: str
+
+
+class ForkResult(msgspec.Struct, kw_only=True, **_W):
+    session_id: str
+    path: str
+    selected_text: str
+
+
+class UserMessagesResult(msgspec.Struct, kw_only=True, **_W):
+    messages: list[dict[str, str]]
+
+
+# --------------------------------------------------------------------- context
+
+
+class BuildContextParams(msgspec.Struct, kw_only=True, **_W):
+    session_id: str
+    leaf_id: str | None = None
+    format: ContextFormat = "agent"
+    context_window: int | None = None
+
+
+class ContextUsageParams(msgspec.Struct, kw_only=True, **_W):
+    session_id: str
+    context_window: int | None = None
+
+
+class TurnEndedParams(msgspec.Struct, kw_only=True, **_W):
+    session_id: str
+    context_window: int | None = None
+    # The model the agent is using now (an overflow from another model is ignored).
+    model: ModelRef | None = None
+
+
+class CompactionSummaryInfo(msgspec.Struct, kw_only=True, **_W):
+    entry_id: str
+    reason: str
+    tokens_before: int
+    tokens_after: int
+
+
+class TurnEndedResult(msgspec.Struct, kw_only=True, **_W):
+    action: Literal["none", "retry", "continue"]
+    # With "continue": the message to send as the next user turn.
+    prompt: str | None = None
+    compaction: CompactionSummaryInfo | None = None
+    error_message: str | None = None
+    pruned_entries: int = 0
+    tokens_saved: int = 0
+    usage: Usage | None = None
+
+
+# --------------------------------------------------------------------- compaction
+
+
+class PrepareCompactionParams(msgspec.Struct, kw_only=True, **_W):
+    session_id: str
+    settings: dict[str, Any] | None = None
+    # Include the messages themselves, not only their entry ids.
+    include_messages: bool = False
+
+
+class CompactionPreparationWire(msgspec.Struct, kw_only=True, **_W):
+    first_kept_entry_id: str
+    is_split_turn: bool
+    tokens_before: int
+    summarize_entry_ids: list[str]
+    turn_prefix_entry_ids: list[str]
+    recent_entry_ids: list[str]
+    read_files: list[str]
+    modified_files: list[str]
+    keep_recent_tokens: int
+    previous_summary: str | None = None
+    messages_to_summarize: list[Any] | None = None
+    turn_prefix_messages: list[Any] | None = None
+
+
+class RunCompactionParams(msgspec.Struct, kw_only=True, **_W):
+    session_id: str
+    custom_instructions: str | None = None
+    # Commit this (reviewed) summary instead of asking a summarizer.
+    summary: str | None = None
+    # With ``summary``: refuse if the cut moved since ``compaction/prepare``.
+    first_kept_entry_id: str | None = None
+    settings: dict[str, Any] | None = None
+
+
+class RunCompactionResult(msgspec.Struct, kw_only=True, **_W):
+    entry: msgspec.Raw
+    tokens_before: int
+    tokens_after: int
+    from_extension: bool
+
+
+class AbortResult(msgspec.Struct, kw_only=True, **_W):
+    aborted: bool
+
+
+# --------------------------------------------------------------------- tree
+
+
+class NavigateParams(msgspec.Struct, kw_only=True, **_W):
+    session_id: str
+    target_id: str
+    summarize: bool = False
+    custom_instructions: str | None = None
+    replace_instructions: bool = False
+    label: str | None = None
+    context_window: int | None = None
+
+
+class NavigateResult(msgspec.Struct, kw_only=True, **_W):
+    cancelled: bool
+    leaf_id: str | None
+    aborted: bool = False
+    editor_text: str | None = None
+    summary_entry: msgspec.Raw | None = None
+
+
+# --------------------------------------------------------------------- settings
+
+
+class GetSettingsParams(msgspec.Struct, kw_only=True, **_W):
+    session_id: str | None = None
+
+
+class UpdateSettingsParams(msgspec.Struct, kw_only=True, **_W):
+    session_id: str | None = None
+    settings: dict[str, Any]
+
+
+class SettingsResult(msgspec.Struct, kw_only=True, **_W):
+    settings: dict[str, Any]
+    warnings: list[str] = msgspec.field(default_factory=list)
+
+
+# --------------------------------------------------------------------- notifications
+
+
+class SessionChanged(msgspec.Struct, kw_only=True, **_W):
+    session_id: str
+    reason: Literal["append", "navigate", "compaction", "rewrite", "fork", "close"]
+    leaf_id: str | None
+    entry_count: int
+    appended_ids: list[str] = msgspec.field(default_factory=list)
+
+
+class CompactionStartedNotification(msgspec.Struct, kw_only=True, **_W):
+    session_id: str
+    reason: str
+    will_retry: bool
+
+
+class CompactionEndedNotification(msgspec.Struct, kw_only=True, **_W):
+    session_id: str
+    reason: str
+    aborted: bool
+    will_retry: bool
+    result: dict[str, Any] | None = None
+    error_message: str | None = None
+    skipped: bool = False
+    entry_id: str | None = None
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+
+
+class SessionRecovered(msgspec.Struct, kw_only=True, **_W):
+    session_id: str
+    path: str
+    recovery: RecoveryReport
+
+
+# --------------------------------------------------------------------- hooks and llm
+
+
+class BeforeCompactHookParams(msgspec.Struct, kw_only=True, **_W):
+    session_id: str
+    preparation: CompactionPreparationWire
+    custom_instructions: str | None = None
+
+
+class SuppliedCompactionWire(msgspec.Struct, kw_only=True, **_W):
+    summary: str
+    first_kept_entry_id: str
+    tokens_before: int
+    details: Any = None
+    short_summary: str | None = None
+    preserve_data: dict[str, Any] | None = None
+
+
+class BeforeCompactHookResult(msgspec.Struct, kw_only=True, **_W):
+    cancel: bool = False
+    compaction: SuppliedCompactionWire | None = None
+
+
+class CompactingHookParams(msgspec.Struct, kw_only=True, **_W):
+    session_id: str
+    messages: list[Any]
+
+
+class CompactingHookResult(msgspec.Struct, kw_only=True, **_W):
+    prompt: str | None = None
+    context: list[str] | None = None
+    preserve_data: dict[str, Any] | None = None
+
+
+class CompactHookParams(msgspec.Struct, kw_only=True, **_W):
+    session_id: str
+    compaction_entry: msgspec.Raw
+    from_extension: bool
+
+
+class BeforeTreeHookParams(msgspec.Struct, kw_only=True, **_W):
+    session_id: str
+    target_id: str
+    old_leaf_id: str | None
+    common_ancestor_id: str | None
+    entry_ids_to_summarize: list[str]
+    user_wants_summary: bool
+    custom_instructions: str | None = None
+    replace_instructions: bool = False
+    label: str | None = None
+
+
+class SuppliedBranchSummaryWire(msgspec.Struct, kw_only=True, **_W):
+    summary: str
+    details: Any = None
+
+
+class BeforeTreeHookResult(msgspec.Struct, kw_only=True, **_W):
+    cancel: bool = False
+    summary: SuppliedBranchSummaryWire | None = None
+    custom_instructions: str | None = None
+    replace_instructions: bool | None = None
+    label: str | None = None
+
+
+class TreeHookParams(msgspec.Struct, kw_only=True, **_W):
+    session_id: str
+    new_leaf_id: str | None
+    old_leaf_id: str | None
+    summary_entry: msgspec.Raw | None = None
+    from_extension: bool | None = None
+
+
+class LlmCompleteResult(msgspec.Struct, kw_only=True, **_W):
+    text: str

@@ -1,0 +1,296 @@
+"""Open sessions, one actor each: the state the daemon keeps per session file.
+
+An actor owns its ``SessionStore`` and runs at most one long operation at a
+time (a compaction or a navigation that writes a summary), so the two never
+interleave; a manual compaction aborts whatever runs first, as pi does. Short
+mutations (appends, labels) are synchronous on the event loop and so never
+interleave either; reads need no waiting at all, not even behind a running
+summarizer call. Sessions run concurrently with each other.
+
+Notifications go out through a ``Publisher`` to the clients that have the
+session open; the transport is not this module's business.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import suppress
+from pathlib import Path
+from typing import Any, Literal, Protocol, TypeVar
+
+from sessiond.core.entries import Entry
+from sessiond.core.tokens import Estimator
+from sessiond.errors import BusyError, CancelledError, NotFoundError
+from sessiond.settings import Settings, merge_settings
+from sessiond.store.session import SessionStore
+from sessiond.tokenizer import estimator as estimator_named
+
+from .hooks import Hooks, NoHooks
+from .turns import OverflowGuard
+
+_log = logging.getLogger(__name__)
+T = TypeVar("T")
+ClientId = int
+LongKind = Literal["compaction", "navigation"]
+
+
+class Publisher(Protocol):
+    def __call__(self, clients: set[ClientId], method: str, params: Any) -> None: ...
+
+
+class SessionActor:
+    def __init__(
+        self,
+        store: SessionStore,
+        settings: Callable[[], Settings],
+        publish: Publisher,
+        hooks: Callable[[SessionActor], Hooks] | None = None,
+    ) -> None:
+        self.store = store
+        self._base_settings = settings
+        self._publish = publish
+        self._hooks = hooks
+        self.subscribers: set[ClientId] = set()
+        self.overrides: dict[str, Any] = {}
+        self.guard = OverflowGuard()
+        self._long: asyncio.Task[Any] | None = None
+        self._long_kind: LongKind | None = None
+        self._abort_navigation: asyncio.Event | None = None
+        self._sync_handle: asyncio.TimerHandle | None = None
+
+    # -- identity and configuration
+
+    @property
+    def session_id(self) -> str:
+        return self.store.session_id
+
+    def settings(self) -> Settings:
+        if not self.overrides:
+            return self._base_settings()
+        merged, _ = merge_settings(
+            self._base_settings(), self.overrides, strict=False, source="session"
+        )
+        return merged
+
+    def estimator(self, settings: Settings | None = None) -> Estimator:
+        settings = settings or self.settings()
+        return estimator_named(settings.compaction.token_estimator)
+
+    def hooks(self) -> Hooks:
+        return self._hooks(self) if self._hooks is not None else NoHooks()
+
+    # -- notifications
+
+    def publish(self, method: str, params: Any) -> None:
+        if self.subscribers:
+            self._publish(set(self.subscribers), method, params)
+
+    # -- mutations
+
+    def appended(self, entries: list[Entry]) -> None:
+        """Bookkeeping after entries were appended (by anyone)."""
+        for entry in entries:
+            self.guard.observe(entry)
+        self.schedule_sync()
+
+    def schedule_sync(self) -> None:
+        """With the "batch" policy, fsync appended lines within the configured interval."""
+        if not self.store.needs_sync or self._sync_handle is not None:
+            return
+        interval = self.settings().storage.fsync_interval_ms / 1000
+        loop = asyncio.get_running_loop()
+        self._sync_handle = loop.call_later(interval, self._sync_now)
+
+    def _sync_now(self) -> None:
+        self._sync_handle = None
+        try:
+            self.store.sync()
+        except Exception:
+            _log.exception("fsync of %s failed", self.store.path)
+
+    # -- long operations
+
+    @property
+    def busy_with(self) -> LongKind | None:
+        return self._long_kind
+
+    async def run_long(
+        self,
+        kind: LongKind,
+        work: Callable[[], Awaitable[T]],
+        *,
+        preempt: bool = False,
+        abort_event: asyncio.Event | None = None,
+    ) -> T:
+        """Run ``work`` as this session's one long operation.
+
+        With ``preempt`` (manual compaction) a running operation is aborted and
+        awaited first; otherwise a running one makes this a ``busy`` error.
+        Aborting (``abort``) cancels the work: a compaction then fails with
+        pi's ``Compaction cancelled``; a navigation returns aborted by itself.
+        """
+        if self._long is not None:
+            if not preempt:
+                raise BusyError(
+                    f"a {self._long_kind} is already running on this session; "
+                    "wait for it or abort it",
+                    running=self._long_kind,
+                )
+            await self.abort(self._long_kind)
+            running = self._long
+            if running is not None:
+                with suppress(BaseException):
+                    await running
+        task: asyncio.Task[T] = asyncio.ensure_future(work())
+        self._long, self._long_kind = task, kind
+        self._abort_navigation = abort_event
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.cancelled() and not _current_task_cancelling():
+                # Aborted through ``abort``, not by the caller's own cancellation.
+                raise CancelledError("Compaction cancelled") from None
+            task.cancel()
+            with suppress(BaseException):
+                await task
+            raise
+        finally:
+            if self._long is task:
+                self._long, self._long_kind, self._abort_navigation = None, None, None
+
+    async def abort(self, kind: LongKind | None) -> bool:
+        """Abort the running operation of ``kind`` (or any, with None)."""
+        task = self._long
+        if task is None or (kind is not None and kind != self._long_kind):
+            return False
+        if self._long_kind == "navigation" and self._abort_navigation is not None:
+            self._abort_navigation.set()
+        else:
+            task.cancel()
+        return True
+
+    # -- closing
+
+    def close(self) -> None:
+        if self._sync_handle is not None:
+            self._sync_handle.cancel()
+            self._sync_handle = None
+        if self._long is not None:
+            self._long.cancel()
+        self.store.close()
+
+
+def _current_task_cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+class SessionRegistry:
+    """Every open session of the daemon, by id and by file."""
+
+    def __init__(
+        self,
+        settings: Callable[[], Settings],
+        publish: Publisher,
+        hooks: Callable[[SessionActor], Hooks] | None = None,
+    ) -> None:
+        self._settings = settings
+        self._publish = publish
+        self._hooks = hooks
+        self._by_id: dict[str, SessionActor] = {}
+        self._by_path: dict[str, SessionActor] = {}
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def actors(self) -> list[SessionActor]:
+        return list(self._by_id.values())
+
+    def get(self, session_id: str) -> SessionActor:
+        actor = self._by_id.get(session_id)
+        if actor is None:
+            raise NotFoundError(
+                f"Session {session_id} is not open (open it with session/open)",
+                sessionId=session_id,
+            )
+        return actor
+
+    def open(self, path: Path, client: ClientId) -> tuple[SessionActor, bool]:
+        """The actor of a session file, opening it unless it is open already.
+
+        Returns the actor and whether this call opened the file."""
+        key = os.path.realpath(path)
+        actor = self._by_path.get(key)
+        if actor is not None:
+            actor.subscribers.add(client)
+            return actor, False
+        storage = self._settings().storage
+        store = SessionStore.open(path, storage=storage)
+        return self._adopt(store, client), True
+
+    def create(self, store_factory: Callable[[], SessionStore], client: ClientId) -> SessionActor:
+        return self._adopt(store_factory(), client)
+
+    def adopt(self, store: SessionStore, client: ClientId) -> SessionActor:
+        return self._adopt(store, client)
+
+    def _adopt(self, store: SessionStore, client: ClientId) -> SessionActor:
+        if store.session_id in self._by_id:
+            other = self._by_id[store.session_id]
+            store.close()
+            raise BusyError(
+                f"another open session ({other.store.path}) has the same id {store.session_id}",
+                sessionId=store.session_id,
+            )
+        actor = SessionActor(store, self._settings, self._publish, self._hooks)
+        actor.subscribers.add(client)
+        self._by_id[store.session_id] = actor
+        self._by_path[os.path.realpath(store.path)] = actor
+        return actor
+
+    def close(self, session_id: str, client: ClientId) -> bool:
+        """The client is done with the session; the file closes when nobody has it open."""
+        actor = self.get(session_id)
+        actor.subscribers.discard(client)
+        if actor.subscribers:
+            return False
+        self._forget(actor)
+        return True
+
+    def client_gone(self, client: ClientId) -> None:
+        for actor in list(self._by_id.values()):
+            if client in actor.subscribers:
+                actor.subscribers.discard(client)
+                if not actor.subscribers and actor.busy_with is None:
+                    self._forget(actor)
+
+    def _forget(self, actor: SessionActor) -> None:
+        self._by_id.pop(actor.session_id, None)
+        self._by_path.pop(os.path.realpath(actor.store.path), None)
+        try:
+            actor.close()
+        except Exception:
+            _log.exception("closing %s failed", actor.store.path)
+
+    def sync_all(self) -> None:
+        for actor in self._by_id.values():
+            try:
+                actor.store.sync()
+            except Exception:
+                _log.exception("fsync of %s failed", actor.store.path)
+
+    def close_all(self) -> None:
+        for actor in list(self._by_id.values()):
+            self._forget(actor)
+
+    def find_by_path(self, path: Path) -> SessionActor | None:
+        return self._by_path.get(os.path.realpath(path))
+
+    def settings_for(self, session_id: str | None) -> Settings:
+        return self.get(session_id).settings() if session_id else self._settings()
+
+    def overrides_of(self, session_id: str) -> Mapping[str, Any]:
+        return self.get(session_id).overrides
