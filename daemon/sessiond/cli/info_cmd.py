@@ -51,12 +51,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"Entries   {store.entry_count}  ({kinds or 'none'})")
         if roles:
             print("Messages  " + ", ".join(f"{role} {n}" for role, n in roles.most_common()))
-        print(f"Branches  {plural(leaves, 'leaf')}")
+        print(f"Branches  {leaves} {'leaf' if leaves == 1 else 'leaves'}")
         leaf = store.leaf_id
         print(f"Leaf      {leaf} ({store.record(leaf).type})" if leaf else "Leaf      (none)")
         context = store.build_context()
         name = settings.compaction.token_estimator
-        estimate = store.leaf_view.estimate_context(estimator(name))
+        estimate = store.leaf_view.estimate_context(estimator(name), fresh=True)
         threshold = resolve_threshold_tokens(window, settings.compaction)
         due = should_compact(estimate.tokens, window, settings.compaction)
         measured = (

@@ -1,0 +1,208 @@
+"""The offline CLI, run as a user runs it: a subprocess on real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sessiond.store.session import SessionStore
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "examples" / "sample-session.jsonl"
+
+
+def sessiond(
+    *args: str, env: dict[str, str], check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [sys.executable, "-m", "sessiond", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"sessiond {' '.join(args)} failed:\n{result.stderr}")
+    return result
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    home = tmp_path / "home"
+    home.mkdir()
+    return {
+        **os.environ,
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local/share"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+    }
+
+
+@pytest.fixture
+def sample(tmp_path: Path) -> Path:
+    copy = tmp_path / "sample.jsonl"
+    shutil.copy(SAMPLE, copy)
+    return copy
+
+
+def test_context_json_matches_the_store(sample: Path, env):
+    data = json.loads(sessiond("context", str(sample), "--json", env=env).stdout)
+    with SessionStore.open(sample, readonly=True) as store:
+        context = store.build_context()
+        assert data["thinkingLevel"] == context.thinking_level
+        assert data["model"] == {
+            "provider": context.model.provider,
+            "modelId": context.model.model_id,
+        }
+        assert len(data["messages"]) == len(context.messages)
+    assert data["messages"][0]["role"] == "compactionSummary"
+    llm = json.loads(sessiond("context", str(sample), "--json", "--llm", env=env).stdout)
+    assert {m["role"] for m in llm["messages"]} <= {"user", "assistant", "toolResult"}
+    assert "<summary>" in llm["messages"][0]["content"][0]["text"]
+
+
+def test_context_at_another_leaf_and_unknown_leaf(sample: Path, env):
+    with SessionStore.open(sample, readonly=True) as store:
+        first_user = next(r.id for r in store.records() if r.role == "user")
+    text = sessiond("context", str(sample), "--leaf", first_user, env=env).stdout
+    assert text.startswith("1 messages") and "[0] user:" in text
+    failed = sessiond("context", str(sample), "--leaf", "nope", env=env, check=False)
+    assert (
+        failed.returncode == 1 and failed.stderr.strip() == "sessiond: error: Entry nope not found"
+    )
+    assert "Traceback" not in failed.stderr
+
+
+def test_tree_picture_and_json(sample: Path, env):
+    picture = sessiond("tree", str(sample), env=env).stdout
+    assert "<- leaf" in picture and "\u251c\u2500" in picture and "compaction (" in picture
+    assert "[fence fix" in picture  # a label
+    data = json.loads(sessiond("tree", str(sample), "--json", env=env).stdout)
+    with SessionStore.open(sample, readonly=True) as store:
+        assert len(data["nodes"]) == store.entry_count and data["leafId"] == store.leaf_id
+        labelled = [n for n in data["nodes"] if n.get("label")]
+        assert labelled and all(n["labelTimestamp"] for n in labelled)
+        node = next(n for n in data["nodes"] if len(n["children"]) > 1)
+        assert [c.id for c in store.children_records(node["id"])] == node["children"] or sorted(
+            node["children"]
+        ) == sorted(c.id for c in store.children_records(node["id"]))
+
+
+def test_info_reports_counts_usage_and_recovery(sample: Path, env):
+    with open(sample, "ab") as handle:
+        handle.write(b'{"type":"message","id":"torn"')
+    text = sessiond("info", str(sample), "--context-window", "8000", env=env).stdout
+    assert "Name      mdtoc: code fences, anchors" in text
+    assert "Branches  3 leaves" in text
+    assert "compaction due" in text  # about 7k tokens of an 8k window
+    assert "torn last line" in text and "not repaired (read-only)" in text
+    assert sample.read_bytes().endswith(b'"id":"torn"')  # info never changes the file
+
+
+def test_compact_dry_run_json_and_run(sample: Path, env):
+    before = sample.read_bytes()
+    plan = json.loads(
+        sessiond(
+            "compact",
+            str(sample),
+            "--dry-run",
+            "--json",
+            "--set",
+            "compaction.keepRecentTokens=1500",
+            env=env,
+        ).stdout
+    )
+    assert set(plan) == {
+        "firstKeptEntryId",
+        "isSplitTurn",
+        "tokensBefore",
+        "previousSummary",
+        "summarizeEntryIds",
+        "turnPrefixEntryIds",
+        "readFiles",
+        "modifiedFiles",
+    }
+    assert plan["previousSummary"].startswith("## Goal") and sample.read_bytes() == before
+    entry = json.loads(
+        sessiond(
+            "compact",
+            str(sample),
+            "--json",
+            "--instructions",
+            "slugs",
+            "--set",
+            "compaction.keepRecentTokens=1500",
+            env=env,
+        ).stdout
+    )
+    assert entry["type"] == "compaction" and entry["firstKeptEntryId"] == plan["firstKeptEntryId"]
+    assert entry["details"]["summarizer"]["extractive"] is True
+    again = sessiond("compact", str(sample), env=env, check=False)
+    assert again.returncode == 1 and again.stderr.strip() == "sessiond: error: Already compacted"
+
+
+def test_compact_refused_while_another_process_holds_the_session(sample: Path, env):
+    with SessionStore.open(sample):
+        result = sessiond("compact", str(sample), env=env, check=False)
+    assert result.returncode == 1 and "is open in sessiond" in result.stderr
+
+
+def test_bad_settings_are_errors_on_the_command_line(sample: Path, env):
+    result = sessiond(
+        "compact",
+        str(sample),
+        "--dry-run",
+        "--set",
+        "compaction.keepRecentTokens=lots",
+        env=env,
+        check=False,
+    )
+    assert result.returncode == 1 and "compaction.keepRecentTokens" in result.stderr
+
+
+def test_branch_plan_and_navigate(sample: Path, env):
+    with SessionStore.open(sample, readonly=True) as store:
+        users = [r.id for r in store.path_records() if r.role == "user"]
+        target = users[1]
+    plan = json.loads(sessiond("branch-plan", str(sample), target, env=env).stdout)
+    assert plan["editorText"] and plan["commonAncestorId"] == target
+    with SessionStore.open(sample, readonly=True) as store:
+        assert plan["newLeafId"] == store.get_entry(target).parent_id
+    moved = sessiond("navigate", str(sample), target, env=env).stdout
+    assert "nothing written" in moved
+    result = json.loads(
+        sessiond("navigate", str(sample), target, "--summarize", "--json", env=env).stdout
+    )
+    summary = result["summaryEntry"]
+    assert summary["type"] == "branch_summary" and summary["parentId"] == plan["newLeafId"]
+    assert result["editorText"] == plan["editorText"]
+    with SessionStore.open(sample, readonly=True) as store:
+        assert store.leaf_id == summary["id"]
+
+
+def test_schema_check(tmp_path: Path, env):
+    current = ROOT / "protocol" / "schema.json"
+    assert sessiond("schema", "--check", str(current), env=env, check=False).returncode == 0
+    stale = tmp_path / "schema.json"
+    stale.write_text("{}")
+    result = sessiond("schema", "--check", str(stale), env=env, check=False)
+    assert result.returncode == 1 and "stale" in result.stderr
+
+
+def test_not_a_session_file(tmp_path: Path, env):
+    bogus = tmp_path / "notes.jsonl"
+    bogus.write_text("hello\n")
+    result = sessiond("tree", str(bogus), env=env, check=False)
+    assert (
+        result.returncode == 1
+        and "not a session file" in result.stderr
+        and "Traceback" not in result.stderr
+    )
