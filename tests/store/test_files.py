@@ -415,3 +415,18 @@ def test_modified_time_falls_back_to_mtime(tmp_path: Path):
     from sessiond.store.listing import summarize_session
 
     assert summarize_session(path).modified.startswith("2023-11-14T22:13:20")
+
+
+def test_llm_form_leaves_out_failed_answers_like_pis_providers(store: SessionStore):
+    import json as _json
+
+    from sessiond.store.export import context_json
+
+    store.append(user("question"))
+    store.append(assistant("", stop="error", errorMessage="prompt is too long"))
+    store.append(assistant("half", stop="aborted"))
+    store.append(assistant("fine"))
+    agent = _json.loads(context_json(store, store.build_context(), "agent"))
+    llm = _json.loads(context_json(store, store.build_context(), "llm"))
+    assert [m.get("stopReason") for m in agent["messages"]] == [None, "error", "aborted", "stop"]
+    assert [m.get("stopReason") for m in llm["messages"]] == [None, "stop"]

@@ -7,8 +7,9 @@ from typing import Any
 import msgspec
 
 from sessiond.core.context import UNSET
+from sessiond.core.tool_pairs import orphaned_tool_messages
 from sessiond.server import RequestContext
-from sessiond.store.export import messages_json
+from sessiond.store.export import llm_messages, messages_json
 
 from .daemon import Daemon
 from .types import BuildContextParams, ContextUsageParams, Usage
@@ -21,6 +22,9 @@ class BuildContextResult(msgspec.Struct, rename="camel", omit_defaults=True):
     # Ids of the entries the messages came from (the summary's is its compaction's).
     entry_ids: list[str]
     usage: Usage | None = None
+    # Tool calls without results and results without calls (the agent form is
+    # returned as pi builds it; this says what a provider would reject).
+    warnings: list[str] = msgspec.field(default_factory=list)
 
 
 def register(daemon: Daemon) -> None:
@@ -34,6 +38,7 @@ def register(daemon: Daemon) -> None:
             store.record(params.leaf_id)  # an unknown id is an error, not pi's silent fallback
         context = store.build_context(params.leaf_id if params.leaf_id is not None else UNSET)
         at_leaf = params.leaf_id is None or params.leaf_id == store.leaf_id
+        converted, converted_ids = llm_messages(context)
         return BuildContextResult(
             messages=msgspec.Raw(messages_json(store, context, params.format)),
             thinking_level=context.thinking_level,
@@ -42,6 +47,7 @@ def register(daemon: Daemon) -> None:
             usage=daemon.usage(actor, daemon.settings(ctx, actor), params.context_window)
             if at_leaf
             else None,
+            warnings=orphaned_tool_messages(converted, converted_ids),
         )
 
     @router.request("context/usage", ContextUsageParams)

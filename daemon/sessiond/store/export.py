@@ -14,12 +14,31 @@ from typing import Literal
 import msgspec
 
 from sessiond.core.context import SessionContext
-from sessiond.core.convert import convert_to_llm_with_origins
+from sessiond.core.convert import LlmMessage, convert_to_llm_with_origins
 from sessiond.core.encoding import to_json
+from sessiond.core.messages import AssistantMessage
 
 from .session import SessionStore
 
 ContextFormat = Literal["agent", "llm"]
+
+
+def llm_messages(context: SessionContext) -> tuple[list[LlmMessage], list[str | None]]:
+    """``convertToLlm`` of the context, minus failed answers, with each message's entry.
+
+    pi's provider layer never sends an assistant message that ended in an error
+    or was aborted (an incomplete turn); the "llm" form leaves them out too, so
+    a client retrying after an overflow sends what pi would.
+    """
+    converted, origins = convert_to_llm_with_origins(context.messages)
+    messages: list[LlmMessage] = []
+    entry_ids: list[str | None] = []
+    for message, origin in zip(converted, origins, strict=True):
+        if isinstance(message, AssistantMessage) and message.stop_reason in ("error", "aborted"):
+            continue
+        messages.append(message)
+        entry_ids.append(context.entry_ids[origin] if origin is not None else None)
+    return messages, entry_ids
 
 
 def messages_json(store: SessionStore, context: SessionContext, fmt: ContextFormat) -> bytes:
@@ -31,6 +50,11 @@ def messages_json(store: SessionStore, context: SessionContext, fmt: ContextForm
     else:
         converted, origins = convert_to_llm_with_origins(context.messages)
         for message, origin in zip(converted, origins, strict=True):
+            if isinstance(message, AssistantMessage) and message.stop_reason in (
+                "error",
+                "aborted",
+            ):
+                continue
             if origin is None:
                 parts.append(to_json(message))
             else:
