@@ -26,6 +26,19 @@ ensure_venv() {
   rm -f "$log"
 }
 
+# npm ci for a directory with a package-lock.json, unless node_modules is current.
+ensure_node_modules() {
+  local dir="$1"
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "dev.sh: npm is needed for $dir (install Node.js 20 or newer)" >&2
+    exit 1
+  fi
+  if [ ! -f "$dir/node_modules/.package-lock.json" ] \
+      || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  fi
+}
+
 case "${1:-}" in
   demo)
     shift
@@ -35,6 +48,7 @@ case "${1:-}" in
   test)
     shift
     ensure_venv "[test]"
+    ensure_node_modules tests/parity  # pi 0.73.1 itself, for the parity tests
     echo "== ruff"
     "$VENV/bin/ruff" check daemon tests bench
     "$VENV/bin/ruff" format --check daemon tests
