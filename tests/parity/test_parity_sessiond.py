@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from bench.generate_session import generate
+from tests.parity.pi_reference import run_pi_reference
+
 from sessiond.core.branch import collect_entries_for_branch_summary, prepare_branch_entries
 from sessiond.core.convert import convert_to_llm
 from sessiond.core.cutpoints import find_cut_point
@@ -33,7 +34,6 @@ from sessiond.core.tokens import CharsEstimator, estimate_context_tokens
 from sessiond.settings import CompactionSettings
 from sessiond.store.export import context_json
 from sessiond.store.session import SessionStore
-from tests.parity.pi_reference import run_pi_reference
 
 ROOT = Path(__file__).resolve().parents[2]
 CHARS = CharsEstimator()
