@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 from datetime import UTC, datetime
 from pathlib import Path
+
+from sessiond.errors import InvalidParamsError, NotAllowedError
 
 APP_NAME = "sessiond"
 
@@ -52,6 +55,33 @@ def encode_cwd(cwd: str) -> str:
 
 def session_dir_for(cwd: str, root: Path | None = None) -> Path:
     return (root if root is not None else sessions_root()) / encode_cwd(cwd)
+
+
+_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def check_session_id(session_id: str) -> str:
+    """A session id becomes part of a file name: letters, digits, ``.``, ``_``, ``-``."""
+    if not _SAFE_ID.fullmatch(session_id) or ".." in session_id:
+        raise InvalidParamsError(
+            f"invalid session id {session_id!r}: use letters, digits, '.', '_' and '-' "
+            "(up to 128, not starting with a dot)",
+            sessionId=session_id,
+        )
+    return session_id
+
+
+def check_allowed(path: Path, roots: list[str] | None) -> Path:
+    """``path`` unchanged if it lies under one of ``roots`` (or no roots are set)."""
+    if roots is None:
+        return path
+    for root in roots:
+        if is_within(path, Path(root).expanduser()):
+            return path
+    raise NotAllowedError(
+        f"{path} is outside the directories sessions may live in (storage.allowedRoots)",
+        path=str(path),
+    )
 
 
 def session_file_name(created: str, session_id: str) -> str:

@@ -92,6 +92,9 @@ class StorageSettings(msgspec.Struct, **_OPTIONS):
     # With "batch", appended lines reach the disk at most this long after the append.
     fsync_interval_ms: NonNegativeInt = 200
     session_dir: str | None = None
+    # When set, clients may only open, create or list sessions under these
+    # directories (symlinks resolved). Unset: any path the user can read.
+    allowed_roots: list[str] | None = None
 
 
 class HookSettings(msgspec.Struct, **_OPTIONS):

@@ -192,3 +192,35 @@ def test_file_name_and_directory_follow_pi(tmp_path: Path):
         stamp, _, rest = store.path.name.partition("_")
         assert ":" not in stamp and "." not in stamp and stamp.endswith("Z")
         assert rest == f"{store.session_id}.jsonl"
+
+
+@pytest.mark.parametrize("bad", ["../../etc/x", "a/b", ".hidden", "", "x" * 200, "a..b", "sp ace"])
+def test_session_ids_cannot_escape_the_directory(session_dir: Path, bad: str):
+    from sessiond.errors import InvalidParamsError
+
+    if bad == "":
+        # an empty id means "make one"
+        with SessionStore.create("/p", session_dir=session_dir, session_id=bad) as store:
+            assert store.session_id
+        return
+    with pytest.raises(InvalidParamsError, match="invalid session id"):
+        SessionStore.create("/p", session_dir=session_dir, session_id=bad)
+    assert not any(session_dir.parent.rglob("*.lock"))
+
+
+def test_allowed_roots(tmp_path: Path):
+    from sessiond.errors import NotAllowedError
+    from sessiond.paths import check_allowed
+
+    inside = tmp_path / "sessions" / "a.jsonl"
+    assert check_allowed(inside, [str(tmp_path / "sessions")]) == inside
+    assert check_allowed(Path("/etc/passwd"), None) == Path("/etc/passwd")
+    with pytest.raises(NotAllowedError):
+        check_allowed(
+            tmp_path / "sessions" / ".." / "elsewhere.jsonl", [str(tmp_path / "sessions")]
+        )
+    link = tmp_path / "sessions" / "link"
+    (tmp_path / "sessions").mkdir()
+    link.symlink_to("/etc")
+    with pytest.raises(NotAllowedError):
+        check_allowed(link / "passwd", [str(tmp_path / "sessions")])

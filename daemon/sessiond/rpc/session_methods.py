@@ -7,8 +7,8 @@ from pathlib import Path
 import msgspec
 
 from sessiond.core.describe import describe_entry
-from sessiond.errors import InvalidParamsError
-from sessiond.paths import session_dir_for
+from sessiond.errors import InvalidParamsError, NotAllowedError
+from sessiond.paths import check_allowed, session_dir_for
 from sessiond.server import RequestContext
 from sessiond.service.forking import fork_at_user_message, user_messages_for_forking
 from sessiond.store.listing import list_sessions
@@ -45,10 +45,10 @@ from .types import (
 )
 
 
-def _path(text: str, what: str) -> Path:
+def _path(text: str, what: str, roots: list[str] | None = None) -> Path:
     if not text:
         raise InvalidParamsError(f"{what} must not be empty")
-    return Path(text).expanduser().absolute()
+    return check_allowed(Path(text).expanduser().absolute(), roots)
 
 
 def register(daemon: Daemon) -> None:
@@ -57,16 +57,25 @@ def register(daemon: Daemon) -> None:
     @router.request("session/new", NewSessionParams)
     def new(ctx: RequestContext, params: NewSessionParams) -> NewSessionResult:
         settings = daemon.settings(ctx)
+        roots = settings.storage.allowed_roots
 
         def create() -> SessionStore:
-            return SessionStore.create(
+            store = SessionStore.create(
                 params.cwd,
-                session_dir=_path(params.session_dir, "sessionDir") if params.session_dir else None,
-                path=_path(params.path, "path") if params.path else None,
+                session_dir=_path(params.session_dir, "sessionDir", roots)
+                if params.session_dir
+                else None,
+                path=_path(params.path, "path", roots) if params.path else None,
                 session_id=params.id,
                 parent_session=params.parent_session,
                 storage=settings.storage,
             )
+            try:
+                check_allowed(store.path, roots)
+            except NotAllowedError:
+                store.close()
+                raise
+            return store
 
         actor = daemon.sessions.create(create, ctx.connection.id)
         if params.write_now:
@@ -80,7 +89,8 @@ def register(daemon: Daemon) -> None:
 
     @router.request("session/open", OpenSessionParams)
     def open_(ctx: RequestContext, params: OpenSessionParams) -> OpenSessionResult:
-        actor, opened = daemon.sessions.open(_path(params.path, "path"), ctx.connection.id)
+        roots = daemon.settings(ctx).storage.allowed_roots
+        actor, opened = daemon.sessions.open(_path(params.path, "path", roots), ctx.connection.id)
         store = actor.store
         recovery = None if store.recovery.clean else store.recovery
         if opened and recovery is not None:
@@ -103,8 +113,9 @@ def register(daemon: Daemon) -> None:
     @router.request("session/list", ListSessionsParams)
     def list_(ctx: RequestContext, params: ListSessionsParams) -> ListSessionsResult:
         settings = daemon.settings(ctx)
+        roots = settings.storage.allowed_roots
         if params.session_dir:
-            directory = _path(params.session_dir, "sessionDir")
+            directory = _path(params.session_dir, "sessionDir", roots)
         elif params.cwd:
             root = (
                 Path(settings.storage.session_dir).expanduser()
@@ -114,6 +125,7 @@ def register(daemon: Daemon) -> None:
             directory = session_dir_for(params.cwd, root)
         else:
             raise InvalidParamsError("session/list needs cwd or sessionDir")
+        check_allowed(directory, roots)
         return ListSessionsResult(
             sessions=[
                 msgspec.convert(msgspec.to_builtins(s), SessionListing)

@@ -45,7 +45,7 @@ from sessiond.errors import (
     NotFoundError,
     StorageError,
 )
-from sessiond.paths import iso_now, session_dir_for, session_file_name
+from sessiond.paths import check_session_id, iso_now, session_dir_for, session_file_name
 from sessiond.settings import StorageSettings
 
 from .fileio import AppendFile, atomic_write, save_aside
@@ -253,7 +253,7 @@ class SessionStore:
         """Start a new session. Nothing is written until the first assistant message
         (or ``write_now``), exactly as pi; the lock is taken at once."""
         storage = storage or StorageSettings()
-        session_id = session_id or new_session_id()
+        session_id = check_session_id(session_id) if session_id else new_session_id()
         created = iso_now(clock())
         if path is not None:
             file_path = Path(path).absolute()
