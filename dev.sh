@@ -50,10 +50,10 @@ case "${1:-}" in
     ensure_venv "[test]"
     ensure_node_modules tests/parity  # pi 0.73.1 itself, for the parity tests
     echo "== ruff"
-    "$VENV/bin/ruff" check daemon tests bench
-    "$VENV/bin/ruff" format --check daemon tests
-    echo "== mypy --strict daemon/"
-    "$VENV/bin/mypy" --strict daemon/sessiond
+    "$VENV/bin/ruff" check daemon clients/python tests bench examples
+    "$VENV/bin/ruff" format --check daemon clients/python tests
+    echo "== mypy --strict"
+    "$VENV/bin/mypy" --strict daemon/sessiond clients/python/sessiond_client
     echo "== pytest"
     "$VENV/bin/python" -m pytest "$@"
     ;;

@@ -83,7 +83,10 @@ def register(daemon: Daemon) -> None:
         settings = daemon.settings(ctx, actor, params.settings)
         summaries = daemon.summaries(ctx, settings, "manual", "Compacting the session")
         compactor = Compactor(
-            actor.store, settings.compaction, actor.estimator(settings), actor.hooks()
+            actor.store,
+            settings.compaction,
+            actor.estimator(settings),
+            daemon.hooks(actor, settings),
         )
 
         async def work() -> RunCompactionResult:
@@ -127,7 +130,9 @@ def register(daemon: Daemon) -> None:
 
         async def compact(reason: Any, will_retry: bool) -> Any:
             summaries = daemon.summaries(ctx, settings, "auto", "Compacting the session")
-            compactor = Compactor(actor.store, settings.compaction, estimator, actor.hooks())
+            compactor = Compactor(
+                actor.store, settings.compaction, estimator, daemon.hooks(actor, settings)
+            )
 
             async def work() -> Any:
                 return await run_compaction(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
 from sessiond.core.context import UNSET
@@ -12,19 +10,7 @@ from sessiond.server import RequestContext
 from sessiond.store.export import llm_messages, messages_json
 
 from .daemon import Daemon
-from .types import BuildContextParams, ContextUsageParams, Usage
-
-
-class BuildContextResult(msgspec.Struct, rename="camel", omit_defaults=True):
-    messages: msgspec.Raw
-    thinking_level: str
-    model: Any
-    # Ids of the entries the messages came from (the summary's is its compaction's).
-    entry_ids: list[str]
-    usage: Usage | None = None
-    # Tool calls without results and results without calls (the agent form is
-    # returned as pi builds it; this says what a provider would reject).
-    warnings: list[str] = msgspec.field(default_factory=list)
+from .types import BuildContextParams, BuildContextResult, ContextUsageParams, Usage
 
 
 def register(daemon: Daemon) -> None:

@@ -17,6 +17,7 @@ from sessiond.errors import InvalidParamsError
 from sessiond.llm.base import Progress
 from sessiond.server import (
     Connection,
+    MessageType,
     RequestContext,
     Router,
     WorkDoneBegin,
@@ -99,6 +100,12 @@ class Daemon:
     def _hooks_for(self, actor: SessionActor) -> ClientHooks:
         return ClientHooks(self.clients, actor, lambda: actor.settings().hooks.timeout_ms / 1000)
 
+    def hooks(self, actor: SessionActor, settings: Settings) -> ClientHooks:
+        """The session's hooks for one request: its effective ``hooks.timeoutMs`` applies
+        (the connection's ``initialize.settings`` included, not only the session's)."""
+        timeout = settings.hooks.timeout_ms / 1000
+        return ClientHooks(self.clients, actor, lambda: timeout)
+
     # -- lifecycle handlers
 
     def initialize(self, ctx: RequestContext, params: InitializeParams) -> InitializeResult:
@@ -118,6 +125,9 @@ class Daemon:
                 f"{PROTOCOL_VERSION} (methods may be missing or differ)"
             )
         state.initialized = True
+        if state.wants("window/logMessage"):
+            for warning in warnings:
+                ctx.connection.log_message(f"sessiond: {warning}", MessageType.WARNING)
         return InitializeResult(
             server_info=ServerInfo(name="sessiond", version=__version__),
             protocol_version=PROTOCOL_VERSION,
@@ -201,7 +211,7 @@ class Daemon:
         """A summarizer for this request, reporting ``$/progress`` when it has a token."""
         client = self.clients.llm_client(preferred=ctx.connection.id)
         progress = None
-        if ctx.work_done_token is not None:
+        if ctx.work_done_token is not None and self.client(ctx).wants("$/progress"):
             ctx.progress(WorkDoneBegin(title=title, cancellable=True))
             last = [0.0]
 
@@ -220,5 +230,5 @@ class Daemon:
         return summary_context(settings, mode=mode, client=client, progress=progress)
 
     def end_progress(self, ctx: RequestContext, message: str) -> None:
-        if ctx.work_done_token is not None:
+        if ctx.work_done_token is not None and self.client(ctx).wants("$/progress"):
             ctx.progress(WorkDoneEnd(message=message))

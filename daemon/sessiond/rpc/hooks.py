@@ -18,7 +18,7 @@ import msgspec
 from sessiond.core.encoding import to_builtins
 from sessiond.core.entries import BranchSummaryEntry, CompactionEntry
 from sessiond.core.preparation import CompactionPreparation
-from sessiond.server import ClientRequestFailed, ClientRequestTimeout
+from sessiond.server import ClientRequestFailed, ClientRequestTimeout, MessageType
 from sessiond.service.hooks import (
     BeforeCompactAnswer,
     BeforeTreeAnswer,
@@ -100,10 +100,14 @@ class ClientHooks:
     ) -> R | None:
         method = f"hooks/{hook}"
         timeout = self._timeout()
+        # A null result is no answer, not a problem: vscode-jsonrpc sends null for a
+        # handler that returns undefined (pi: a handler that returns nothing).
+        optional: Any = result_type | None
         try:
-            return await client.connection.request(
-                method, params, result_type=result_type, timeout=timeout
+            answer: R | None = await client.connection.request(
+                method, params, result_type=optional, timeout=timeout
             )
+            return answer
         except ClientRequestTimeout:
             problem = (
                 f"{client.name} (connection {client.id}): {method} timed out after {timeout:g} s"
@@ -112,7 +116,18 @@ class ClientHooks:
             problem = f"{client.name} (connection {client.id}): {method} failed: {exc}"
         _log.warning("hook answer ignored: %s", problem)
         problems.append(problem)
+        self._tell_subscribers(f"sessiond: hook answer ignored: {problem}")
         return None
+
+    def _tell_subscribers(self, text: str) -> None:
+        """``window/logMessage`` to the session's clients, for what went wrong quietly."""
+        for client in self._clients:
+            if (
+                client.id in self._actor.subscribers
+                and client.initialized
+                and client.wants("window/logMessage")
+            ):
+                client.connection.log_message(text, MessageType.WARNING)
 
     async def before_compact(
         self,

@@ -19,6 +19,7 @@ from .types import (
     AppendedEntry,
     AppendParams,
     AppendResult,
+    CloseResult,
     EntriesParams,
     EntriesResult,
     EntryParams,
@@ -134,9 +135,9 @@ def register(daemon: Daemon) -> None:
         )
 
     @router.request("session/close", SessionRef)
-    def close(ctx: RequestContext, params: SessionRef) -> dict[str, bool]:
+    def close(ctx: RequestContext, params: SessionRef) -> CloseResult:
         daemon.actor(params.session_id).store.sync()
-        return {"closed": daemon.sessions.close(params.session_id, ctx.connection.id)}
+        return CloseResult(closed=daemon.sessions.close(params.session_id, ctx.connection.id))
 
     @router.request("session/append", AppendParams)
     def append(ctx: RequestContext, params: AppendParams) -> AppendResult:

@@ -39,7 +39,7 @@ def register(daemon: Daemon) -> None:
                 replace_instructions=params.replace_instructions,
                 label=params.label,
                 context_window=params.context_window,
-                hooks=actor.hooks(),
+                hooks=daemon.hooks(actor, settings),
                 abort=abort,
             )
 

@@ -8,7 +8,7 @@ client untouched.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -28,6 +28,10 @@ HookName = Literal[
     "session_tree",
 ]
 ContextFormat = Literal["agent", "llm"]
+# A model's context window in tokens; absent means the configured default.
+ContextWindow = Annotated[int, msgspec.Meta(ge=1)]
+# LSP's work-done progress token: $/progress notifications carry it.
+ProgressToken = int | str
 
 
 # --------------------------------------------------------------------- lifecycle
@@ -263,17 +267,32 @@ class BuildContextParams(msgspec.Struct, kw_only=True, **_W):
     session_id: str
     leaf_id: str | None = None
     format: ContextFormat = "agent"
-    context_window: int | None = None
+    context_window: ContextWindow | None = None
+
+
+class BuildContextResult(msgspec.Struct, kw_only=True, **_W):
+    # pi's AgentMessages ("agent") or provider messages ("llm"); stored messages
+    # are their original JSON.
+    messages: msgspec.Raw
+    thinking_level: str
+    model: ModelRef | None
+    # Ids of the entries the messages came from (the summary's is its compaction's).
+    entry_ids: list[str]
+    usage: Usage | None = None
+    # Tool calls without results and results without calls (the agent form is
+    # returned as pi builds it; this says what a provider would reject).
+    warnings: list[str] = msgspec.field(default_factory=list)
 
 
 class ContextUsageParams(msgspec.Struct, kw_only=True, **_W):
     session_id: str
-    context_window: int | None = None
+    context_window: ContextWindow | None = None
 
 
 class TurnEndedParams(msgspec.Struct, kw_only=True, **_W):
     session_id: str
-    context_window: int | None = None
+    context_window: ContextWindow | None = None
+    work_done_token: ProgressToken | None = None
     # The model the agent is using now (an overflow from another model is ignored).
     model: ModelRef | None = None
 
@@ -323,6 +342,7 @@ class CompactionPreparationWire(msgspec.Struct, kw_only=True, **_W):
 
 class RunCompactionParams(msgspec.Struct, kw_only=True, **_W):
     session_id: str
+    work_done_token: ProgressToken | None = None
     custom_instructions: str | None = None
     # Commit this (reviewed) summary instead of asking a summarizer.
     summary: str | None = None
@@ -336,6 +356,11 @@ class RunCompactionResult(msgspec.Struct, kw_only=True, **_W):
     tokens_before: int
     tokens_after: int
     from_extension: bool
+
+
+class CloseResult(msgspec.Struct, kw_only=True, **_W):
+    # False while other clients still have the session open.
+    closed: bool
 
 
 class AbortResult(msgspec.Struct, kw_only=True, **_W):
@@ -352,7 +377,8 @@ class NavigateParams(msgspec.Struct, kw_only=True, **_W):
     custom_instructions: str | None = None
     replace_instructions: bool = False
     label: str | None = None
-    context_window: int | None = None
+    context_window: ContextWindow | None = None
+    work_done_token: ProgressToken | None = None
 
 
 class NavigateResult(msgspec.Struct, kw_only=True, **_W):

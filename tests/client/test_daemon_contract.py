@@ -1,0 +1,74 @@
+"""Daemon behaviour the client's authors found wrong once, pinned down."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from sessiond_client import InvalidParamsError, SessiondClient
+from sessiond_client import types as t
+
+from .conftest import Connect
+from .helpers import COMPACTABLE, conversation, message, user
+
+
+@pytest.mark.parametrize("window", [0, -5])
+async def test_a_bad_context_window_is_refused_before_anything_is_written(
+    connect: Connect, project: str, window: int
+) -> None:
+    client = await connect()
+    await client.initialize(settings=COMPACTABLE)
+    sid = (await client.new_session(cwd=project)).session_id
+    await conversation(client, sid)
+    before = (await client.entries(sid)).total
+    for call in (
+        lambda: client.turn_ended(sid, context_window=window),
+        lambda: client.context_usage(sid, context_window=window),
+        lambda: client.build_context(sid, context_window=window),
+    ):
+        with pytest.raises(InvalidParamsError, match="contextWindow"):
+            await call()
+    tree = await client.tree(sid)
+    with pytest.raises(InvalidParamsError, match="contextWindow"):
+        await client.navigate(sid, tree.root_ids[0], summarize=True, context_window=window)
+    assert (await client.entries(sid)).total == before
+
+
+async def test_progress_respects_the_opt_out(connect: Connect, project: str) -> None:
+    client = await connect()
+    await client.initialize(settings=COMPACTABLE, opt_out_notifications=["$/progress"])
+    sid = (await client.new_session(cwd=project)).session_id
+    await conversation(client, sid)
+    reports: list[object] = []
+    async with client.notifications("$/progress") as stream:
+        await client.compact(sid, progress=reports.append)
+        await asyncio.sleep(0.05)
+        assert stream.pending() == [] and reports == []
+
+
+async def test_settings_warnings_reach_the_client_log(connect: Connect, project: str) -> None:
+    client = await connect()
+    async with client.notifications("window/logMessage") as stream:
+        await client.initialize(settings={"compaction": {"nonsense": 1}})
+        note = await stream.wait_for(lambda n: n.method == "window/logMessage", timeout=5)
+    assert isinstance(note.params, t.LogMessageParams)
+    assert "compaction.nonsense" in note.params.message and note.params.type == 2
+
+
+async def test_work_done_token_is_part_of_the_schema() -> None:
+    from sessiond.rpc.schema import build_schema
+
+    schema = build_schema()
+    for method in ("compaction/run", "tree/navigate", "agent/turnEnded"):
+        ref = schema["methods"][method]["params"]["$ref"].rsplit("/", 1)[-1]
+        assert "workDoneToken" in schema["$defs"][ref]["properties"]
+    build = schema["methods"]["context/build"]["result"]["$ref"].rsplit("/", 1)[-1]
+    assert schema["$defs"][build]["properties"]["model"] != {}
+
+
+async def test_close_result_is_typed(client: SessiondClient, project: str) -> None:
+    sid = (await client.new_session(cwd=project)).session_id
+    await client.append(sid, [message(user("x"))])
+    closed = await client.close_session(sid)
+    assert getattr(closed, "closed", closed) is True or closed == {"closed": True}
