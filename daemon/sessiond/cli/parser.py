@@ -6,7 +6,16 @@ import argparse
 
 from sessiond._version import __version__
 
-from . import compact_cmd, context_cmd, info_cmd, navigate_cmd, schema_cmd, serve_cmd, tree_cmd
+from . import (
+    compact_cmd,
+    context_cmd,
+    demo_cmd,
+    info_cmd,
+    navigate_cmd,
+    schema_cmd,
+    serve_cmd,
+    tree_cmd,
+)
 from .common import run_command
 
 DESCRIPTION = (
@@ -20,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sessiond", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"sessiond {__version__}")
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
-    for module in (serve_cmd, context_cmd, tree_cmd, info_cmd, compact_cmd, schema_cmd):
+    for module in (serve_cmd, demo_cmd, context_cmd, tree_cmd, info_cmd, compact_cmd, schema_cmd):
         module.add_parser(subparsers)
     navigate_cmd.add_parsers(subparsers)
     return parser

@@ -1,22 +1,34 @@
-"""The session tree as text for the terminal."""
+"""The session tree as text for the terminal.
+
+Linear runs stay in one column; a node with several children gets connectors.
+``*`` marks the active path (root to leaf), ``o`` the other branches.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
 from sessiond.core.describe import describe_entry
-from sessiond.store.session import SessionStore, TreeNode
+from sessiond.store.session import SessionStore
 
 
-def tree_lines(store: SessionStore, width: int = 72) -> list[str]:
-    """The tree as text: linear runs stay in one column, branches get connectors.
+@dataclass(frozen=True)
+class PictureNode:
+    id: str
+    text: str
+    children: Sequence[str]
+    active: bool
+    label: str | None = None
 
-    ``*`` marks the active path (root to leaf), ``o`` the other branches.
-    """
-    active = {record.id for record in store.path_records()}
-    leaf = store.leaf_id
+
+def picture(
+    nodes: Mapping[str, PictureNode], root_ids: Sequence[str], leaf_id: str | None
+) -> list[str]:
     lines: list[str] = []
-    stack: list[tuple[TreeNode, str, str]] = []
+    stack: list[tuple[str, str, str]] = []
 
-    def push(children: list[TreeNode], prefix: str) -> None:
+    def push(children: Sequence[str], prefix: str) -> None:
         if len(children) == 1:
             stack.append((children[0], prefix, prefix))
             return
@@ -30,15 +42,32 @@ def tree_lines(store: SessionStore, width: int = 72) -> list[str]:
                 )
             )
 
-    push(store.get_tree(), "")
+    push(root_ids, "")
     while stack:
-        node, first, rest = stack.pop()
-        record = node.record
-        marker = "*" if record.id in active else "o"
-        text = describe_entry(store.entry_of(record), width)
+        node_id, first, rest = stack.pop()
+        node = nodes[node_id]
         suffix = f"  [{node.label}]" if node.label else ""
-        if record.id == leaf:
+        if node.id == leaf_id:
             suffix += "  <- leaf"
-        lines.append(f"{first}{marker} {record.id} {text}{suffix}")
+        lines.append(f"{first}{'*' if node.active else 'o'} {node.id} {node.text}{suffix}")
         push(node.children, rest)
     return lines
+
+
+def tree_lines(store: SessionStore, width: int = 72) -> list[str]:
+    active = {record.id for record in store.leaf_view.path}
+    nodes: dict[str, PictureNode] = {}
+    roots = store.get_tree()
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        record = node.record
+        nodes[record.id] = PictureNode(
+            id=record.id,
+            text=describe_entry(store.entry_of(record), width),
+            children=[child.record.id for child in node.children],
+            active=record.id in active,
+            label=node.label,
+        )
+        stack.extend(node.children)
+    return picture(nodes, [root.record.id for root in roots], store.leaf_id)
