@@ -99,10 +99,20 @@ class BusyError(SessiondError):
 
 
 class CancelledError(SessiondError):
-    """The operation was cancelled (by the caller, an abort, or a hook)."""
+    """The operation was cancelled: by a hook, by an abort, or by the client's model.
+
+    Not -32800: LSP clients (Neovim's ``vim.lsp.rpc`` among them) drop answers
+    with that code as replies to their own ``$/cancelRequest``, and would never
+    see this one."""
+
+    code = -32020
+    kind = "cancelled"
+
+
+class RequestCancelledError(CancelledError):
+    """The answer to a request the client cancelled with ``$/cancelRequest``."""
 
     code = REQUEST_CANCELLED
-    kind = "cancelled"
 
 
 class NothingToCompactError(SessiondError):

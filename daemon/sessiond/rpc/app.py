@@ -20,6 +20,8 @@ def build_daemon(daemon: Daemon | None = None) -> Daemon:
     router = daemon.router
     router.request("initialize", InitializeParams)(daemon.initialize)
     router.request("shutdown")(daemon.shutdown)
+    # LSP's "initialized" notification: nothing to do, but it is expected, not unknown.
+    router.notification("initialized")(lambda ctx, params: None)
     for module in (
         session_methods,
         context_methods,

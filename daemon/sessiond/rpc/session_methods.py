@@ -90,8 +90,10 @@ def register(daemon: Daemon) -> None:
 
     @router.request("session/open", OpenSessionParams)
     def open_(ctx: RequestContext, params: OpenSessionParams) -> OpenSessionResult:
-        roots = daemon.settings(ctx).storage.allowed_roots
-        actor, opened = daemon.sessions.open(_path(params.path, "path", roots), ctx.connection.id)
+        storage = daemon.settings(ctx).storage
+        actor, opened = daemon.sessions.open(
+            _path(params.path, "path", storage.allowed_roots), ctx.connection.id, storage
+        )
         store = actor.store
         recovery = None if store.recovery.clean else store.recovery
         if opened and recovery is not None:

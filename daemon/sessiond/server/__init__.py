@@ -1,0 +1,63 @@
+"""The JSON-RPC 2.0 layer of sessiond: framing, dispatch, lifecycle, transports.
+
+Generic on purpose: it knows nothing of sessions. The daemon registers its methods on a
+``Router`` and runs an ``RpcServer`` on an endpoint::
+
+    router = Router()
+
+    @router.request("initialize", InitializeParams)
+    async def initialize(ctx: RequestContext, params: InitializeParams) -> InitializeResult: ...
+
+    server = RpcServer(router, on_shutdown=flush_sessions)
+    sys.exit(server.run(StdioEndpoint()))
+"""
+
+from sessiond.server.connection import Connection, MessageType
+from sessiond.server.context import NotificationContext, RequestContext
+from sessiond.server.logs import configure_logging
+from sessiond.server.messages import RequestId, WorkDoneBegin, WorkDoneEnd, WorkDoneReport
+from sessiond.server.options import add_server_arguments, endpoint_from_args
+from sessiond.server.outgoing import (
+    ClientDisconnected,
+    ClientRequestFailed,
+    ClientRequestTimeout,
+    ClientResultInvalid,
+    ClientReturnedError,
+)
+from sessiond.server.router import NoParams, Router
+from sessiond.server.runner import RpcServer
+from sessiond.server.startup import SecurityError, TransportError
+from sessiond.server.transports import (
+    Endpoint,
+    StdioEndpoint,
+    TcpEndpoint,
+    UnixSocketEndpoint,
+)
+
+__all__ = [
+    "ClientDisconnected",
+    "ClientRequestFailed",
+    "ClientRequestTimeout",
+    "ClientResultInvalid",
+    "ClientReturnedError",
+    "Connection",
+    "Endpoint",
+    "MessageType",
+    "NoParams",
+    "NotificationContext",
+    "RequestContext",
+    "RequestId",
+    "Router",
+    "RpcServer",
+    "SecurityError",
+    "StdioEndpoint",
+    "TcpEndpoint",
+    "TransportError",
+    "UnixSocketEndpoint",
+    "WorkDoneBegin",
+    "WorkDoneEnd",
+    "WorkDoneReport",
+    "add_server_arguments",
+    "configure_logging",
+    "endpoint_from_args",
+]

@@ -24,7 +24,7 @@ from typing import Any, Literal, Protocol, TypeVar
 from sessiond.core.entries import Entry
 from sessiond.core.tokens import Estimator
 from sessiond.errors import BusyError, CancelledError, NotFoundError
-from sessiond.settings import Settings, merge_settings
+from sessiond.settings import Settings, StorageSettings, merge_settings
 from sessiond.store.session import SessionStore
 from sessiond.tokenizer import estimator as estimator_named
 
@@ -218,17 +218,19 @@ class SessionRegistry:
             )
         return actor
 
-    def open(self, path: Path, client: ClientId) -> tuple[SessionActor, bool]:
+    def open(
+        self, path: Path, client: ClientId, storage: StorageSettings | None = None
+    ) -> tuple[SessionActor, bool]:
         """The actor of a session file, opening it unless it is open already.
 
-        Returns the actor and whether this call opened the file."""
+        Returns the actor and whether this call opened the file. ``storage``: the
+        opening client's storage settings (default: the daemon's)."""
         key = os.path.realpath(path)
         actor = self._by_path.get(key)
         if actor is not None:
             actor.subscribers.add(client)
             return actor, False
-        storage = self._settings().storage
-        store = SessionStore.open(path, storage=storage)
+        store = SessionStore.open(path, storage=storage or self._settings().storage)
         return self._adopt(store, client), True
 
     def create(self, store_factory: Callable[[], SessionStore], client: ClientId) -> SessionActor:

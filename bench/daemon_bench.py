@@ -1,0 +1,307 @@
+"""The daemon side by side with pi's own RPC mode, measured with the same kind of client.
+
+    python -m bench.daemon_bench            # needs node and `npm ci` in tests/parity
+    python -m bench.daemon_bench --write    # also update bench/README.md
+
+Both servers are driven over stdio by the same minimal asyncio client (one
+process, one pipe each way); only the framing differs: pi speaks JSON lines,
+sessiond speaks Content-Length frames. Measured:
+
+- start to first answer: process spawn to the answer of the first request
+  (pi: ``get_state``; sessiond: ``initialize``);
+- sequential round trips (await each): pi ``get_state``; sessiond
+  ``context/usage`` and ``session/append``;
+- 64 requests in flight: the same requests, pipelined;
+- ``context/build`` on a 10k-entry session (pi: ``get_messages`` of that session);
+- the daemon's RSS idle and with a 100k-entry session open.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "bench" / "README.md"
+PI_CLI = ROOT / "tests/parity/node_modules/@mariozechner/pi-coding-agent/dist/cli.js"
+BEGIN, END = "<!-- daemon-bench:begin -->", "<!-- daemon-bench:end -->"
+
+
+class Peer:
+    """A server on a subprocess's stdio, with request/response matching by id."""
+
+    def __init__(self, process: asyncio.subprocess.Process, framed: bool) -> None:
+        self.process = process
+        self.framed = framed
+        self.pending: dict[str, asyncio.Future[Any]] = {}
+        self.counter = 0
+        self.reader = asyncio.ensure_future(self._read())
+
+    @classmethod
+    async def start(cls, command: list[str], framed: bool, env: dict[str, str]) -> Peer:
+        process = await asyncio.create_subprocess_exec(
+            *command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            env=env,
+            limit=1 << 26,
+        )
+        return cls(process, framed)
+
+    def send(self, message: dict[str, Any]) -> asyncio.Future[Any]:
+        self.counter += 1
+        ident = str(self.counter)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.pending[ident] = future
+        if self.framed:
+            body = json.dumps({"jsonrpc": "2.0", "id": ident, **message}).encode()
+            data = b"Content-Length: %d\r\n\r\n" % len(body) + body
+        else:
+            data = json.dumps({"id": ident, **message}).encode() + b"\n"
+        assert self.process.stdin is not None
+        self.process.stdin.write(data)
+        return future
+
+    async def call(self, message: dict[str, Any]) -> Any:
+        return await self.send(message)
+
+    async def _read(self) -> None:
+        stream = self.process.stdout
+        assert stream is not None
+        while True:
+            if self.framed:
+                length = 0
+                while True:
+                    line = await stream.readline()
+                    if not line:
+                        return
+                    if line in (b"\r\n", b"\n"):
+                        break
+                    name, _, value = line.decode().partition(":")
+                    if name.lower() == "content-length":
+                        length = int(value)
+                message = json.loads(await stream.readexactly(length))
+            else:
+                line = await stream.readline()
+                if not line:
+                    return
+                message = json.loads(line)
+            ident = message.get("id")
+            future = self.pending.pop(str(ident), None) if ident is not None else None
+            if future is not None and not future.done():
+                future.set_result(message)
+
+    async def close(self) -> None:
+        if self.process.returncode is None:
+            self.process.kill()
+            await self.process.wait()
+        self.reader.cancel()
+
+    def rss_mb(self) -> float:
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        return int(status.split("VmRSS:")[1].split()[0]) / 1024
+
+
+def isolated_env(home: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local/share"),
+        "XDG_STATE_HOME": str(home / ".local/state"),
+        "XDG_RUNTIME_DIR": str(home / "run"),
+    }
+
+
+async def rate(count: int, call: Callable[[], Awaitable[Any]]) -> float:
+    started = time.perf_counter()
+    for _ in range(count):
+        await call()
+    return count / (time.perf_counter() - started)
+
+
+async def rate_in_flight(
+    count: int, send: Callable[[], asyncio.Future[Any]], window: int = 64
+) -> float:
+    started = time.perf_counter()
+    pending: set[asyncio.Future[Any]] = set()
+    for _ in range(count):
+        pending.add(send())
+        if len(pending) >= window:
+            _, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+    await asyncio.gather(*pending)
+    return count / (time.perf_counter() - started)
+
+
+async def sessiond_peer(env: dict[str, str]) -> tuple[Peer, float]:
+    started = time.perf_counter()
+    peer = await Peer.start([sys.executable, "-m", "sessiond", "serve", "--stdio"], True, env)
+    answer = await peer.call({"method": "initialize", "params": {"clientInfo": {"name": "bench"}}})
+    assert "result" in answer, answer
+    return peer, time.perf_counter() - started
+
+
+async def pi_peer(env: dict[str, str], session: Path | None = None) -> tuple[Peer, float]:
+    command = ["node", str(PI_CLI), "--mode", "rpc", "--no-extensions", "--no-skills"]
+    command += ["--session", str(session)] if session else ["--no-session"]
+    started = time.perf_counter()
+    peer = await Peer.start(command, False, env)
+    answer = await peer.call({"type": "get_state"})
+    assert answer.get("success"), answer
+    return peer, time.perf_counter() - started
+
+
+async def measure(count: int, big: Path, medium: Path) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        home = Path(scratch)
+        env = isolated_env(home)
+        starts = []
+        for _ in range(5):
+            peer, elapsed = await sessiond_peer(env)
+            starts.append(elapsed)
+            await peer.close()
+        results["sessiond_start_s"] = statistics.median(starts)
+        peer, _ = await sessiond_peer(env)
+        results["sessiond_rss_idle_mb"] = peer.rss_mb()
+        new = await peer.call(
+            {
+                "method": "session/new",
+                "params": {"cwd": str(home), "sessionDir": str(home / "s"), "writeNow": True},
+            }
+        )
+        sid = new["result"]["sessionId"]
+        body = {"type": "message", "message": {"role": "user", "content": "hi " * 50}}
+        usage = {"method": "context/usage", "params": {"sessionId": sid}}
+        append = {"method": "session/append", "params": {"sessionId": sid, "entries": [body]}}
+        await peer.call(usage)
+        results["sessiond_usage_seq"] = await rate(count, lambda: peer.call(usage))
+        results["sessiond_append_seq"] = await rate(count, lambda: peer.call(append))
+        results["sessiond_usage_64"] = await rate_in_flight(count * 3, lambda: peer.send(usage))
+        results["sessiond_append_64"] = await rate_in_flight(count * 3, lambda: peer.send(append))
+        opened = await peer.call({"method": "session/open", "params": {"path": str(medium)}})
+        medium_id = opened["result"]["sessionId"]
+        build = {"method": "context/build", "params": {"sessionId": medium_id, "format": "llm"}}
+        samples = []
+        for _ in range(20):
+            started = time.perf_counter()
+            await peer.call(build)
+            samples.append(time.perf_counter() - started)
+        results["sessiond_build_10k_ms"] = statistics.median(samples) * 1000
+        started = time.perf_counter()
+        await peer.call({"method": "session/open", "params": {"path": str(big)}})
+        results["sessiond_open_100k_s"] = time.perf_counter() - started
+        results["sessiond_rss_100k_mb"] = peer.rss_mb()
+        await peer.close()
+
+        if PI_CLI.exists() and shutil.which("node"):
+            starts = []
+            for _ in range(3):
+                pi, elapsed = await pi_peer(env)
+                starts.append(elapsed)
+                await pi.close()
+            results["pi_start_s"] = statistics.median(starts)
+            pi, _ = await pi_peer(env)
+            results["pi_rss_idle_mb"] = pi.rss_mb()
+            state = {"type": "get_state"}
+            results["pi_state_seq"] = await rate(count, lambda: pi.call(state))
+            results["pi_state_64"] = await rate_in_flight(count * 3, lambda: pi.send(state))
+            await pi.close()
+            pi, _ = await pi_peer(env, medium)
+            samples = []
+            for _ in range(20):
+                started = time.perf_counter()
+                await pi.call({"type": "get_messages"})
+                samples.append(time.perf_counter() - started)
+            results["pi_messages_10k_ms"] = statistics.median(samples) * 1000
+            await pi.close()
+    return results
+
+
+def table(r: dict[str, Any]) -> str:
+    def num(key: str, fmt: str) -> str:
+        return format(r[key], fmt) if key in r else "n/a"
+
+    rows = [
+        (
+            "start to first answer",
+            f"{num('sessiond_start_s', '.2f')} s",
+            f"{num('pi_start_s', '.2f')} s",
+        ),
+        (
+            "sequential, context/usage (pi: get_state)",
+            f"{num('sessiond_usage_seq', ',.0f')}/s",
+            f"{num('pi_state_seq', ',.0f')}/s",
+        ),
+        ("sequential, session/append", f"{num('sessiond_append_seq', ',.0f')}/s", "—"),
+        (
+            "64 in flight, context/usage (pi: get_state)",
+            f"{num('sessiond_usage_64', ',.0f')}/s",
+            f"{num('pi_state_64', ',.0f')}/s",
+        ),
+        ("64 in flight, session/append", f"{num('sessiond_append_64', ',.0f')}/s", "—"),
+        (
+            "context/build, 10k entries, llm form (pi: get_messages)",
+            f"{num('sessiond_build_10k_ms', '.1f')} ms",
+            f"{num('pi_messages_10k_ms', '.1f')} ms",
+        ),
+        (
+            "RSS idle",
+            f"{num('sessiond_rss_idle_mb', '.0f')} MB",
+            f"{num('pi_rss_idle_mb', '.0f')} MB",
+        ),
+        (
+            "open a 100k-entry session; RSS after",
+            f"{num('sessiond_open_100k_s', '.2f')} s; {num('sessiond_rss_100k_mb', '.0f')} MB",
+            "—",
+        ),
+    ]
+    lines = ["| measure | sessiond | pi 0.73.1 `--mode rpc` |", "|---|---:|---:|"]
+    lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--count", type=int, default=3000, help="sequential requests per measure")
+    parser.add_argument("--write", action="store_true", help="update bench/README.md")
+    args = parser.parse_args()
+    from bench.store_bench import session_file
+
+    big = session_file(100_000, False)
+    medium = session_file(10_000, False)
+    results = asyncio.run(measure(args.count, big, medium))
+    print(json.dumps(results, indent=2))
+    print(table(results))
+    if args.write:
+        machine = (
+            f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+        )
+        section = (
+            f"{BEGIN}\n_Measured {time.strftime('%Y-%m-%d')} on {machine} by "
+            f"`python -m bench.daemon_bench --write`._\n\n{table(results)}\n{END}"
+        )
+        text = README.read_text()
+        if BEGIN in text:
+            before, _, rest = text.partition(BEGIN)
+            text = before + section + rest.partition(END)[2]
+        else:
+            text += "\n" + section + "\n"
+        README.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""Command-line options of the server (transport, token, limits, logging) for the CLI to reuse.
+
+parser = argparse.ArgumentParser()
+add_server_arguments(parser)
+args = parser.parse_args()
+configure_logging(args.log_level, args.log_file)
+endpoint = endpoint_from_args(args)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import MutableMapping
+from pathlib import Path
+
+from sessiond.server.auth import read_token_file, token_from_environment
+from sessiond.server.framing import DEFAULT_MAX_FRAME_BYTES
+from sessiond.server.startup import TransportError
+from sessiond.server.transports import (
+    Endpoint,
+    StdioEndpoint,
+    TcpEndpoint,
+    UnixSocketEndpoint,
+)
+
+DEFAULT_TCP_HOST = "127.0.0.1"
+
+
+def add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    transport = parser.add_mutually_exclusive_group()
+    transport.add_argument(
+        "--stdio", action="store_true", help="serve one client on stdin/stdout (the default)"
+    )
+    transport.add_argument(
+        "--socket",
+        nargs="?",
+        const="",
+        metavar="PATH",
+        help="serve on a Unix socket (default: sessiond.sock in the user runtime directory)",
+    )
+    transport.add_argument(
+        "--tcp",
+        metavar="[HOST:]PORT",
+        help=f"serve on TCP (host {DEFAULT_TCP_HOST} unless given); clients need the token",
+    )
+    parser.add_argument(
+        "--token-file",
+        type=Path,
+        metavar="PATH",
+        help="TCP: read the token from this file (else $SESSIOND_TOKEN, else a generated one)",
+    )
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="TCP: allow a host that is not loopback (the token is still required)",
+    )
+    parser.add_argument(
+        "--max-message-bytes",
+        type=int,
+        default=DEFAULT_MAX_FRAME_BYTES,
+        metavar="N",
+        help="reject messages larger than this (default: 64 MiB)",
+    )
+    parser.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        type=str.upper,
+        help="log level (default: INFO)",
+    )
+    parser.add_argument(
+        "--log-file", type=Path, metavar="PATH", help="log to this file instead of stderr"
+    )
+
+
+def endpoint_from_args(
+    args: argparse.Namespace, environ: MutableMapping[str, str] | None = None
+) -> Endpoint:
+    """The endpoint the options ask for.
+
+    Raises ``TransportError`` for a bad address (``SecurityError``, a subclass, for a token
+    that cannot be used).
+    """
+    if args.socket is not None:
+        return UnixSocketEndpoint(Path(args.socket) if args.socket else None)
+    if args.tcp is not None:
+        host, port = parse_tcp_address(args.tcp)
+        env = os.environ if environ is None else environ
+        token = token_from_environment(env)
+        if token is None and args.token_file is not None:
+            token = read_token_file(args.token_file)
+        return TcpEndpoint(host, port, token=token, allow_remote=args.allow_remote)
+    return StdioEndpoint()
+
+
+def parse_tcp_address(text: str) -> tuple[str, int]:
+    """``PORT``, ``HOST:PORT`` or ``[IPv6]:PORT``."""
+    host, sep, port_text = text.rpartition(":")
+    if not sep:
+        host, port_text = DEFAULT_TCP_HOST, text
+    host = host.strip("[]") or DEFAULT_TCP_HOST
+    if not port_text.isdigit() or int(port_text) > 65535:
+        raise TransportError(f"invalid TCP port in {text!r}")
+    return host, int(port_text)
