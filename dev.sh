@@ -56,6 +56,10 @@ case "${1:-}" in
     "$VENV/bin/mypy" --strict daemon/sessiond clients/python/sessiond_client
     echo "== pytest"
     "$VENV/bin/python" -m pytest "$@"
+    if [ "$#" -eq 0 ]; then  # with pytest arguments, only the chosen Python tests run
+      echo "== Neovim plugin (headless, against the daemon)"
+      SESSIOND_VENV="$VENV" clients/nvim/run-tests.sh
+    fi
     ;;
   *)
     echo "usage: ./dev.sh demo | ./dev.sh test [pytest args]" >&2

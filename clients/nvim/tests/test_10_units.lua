@@ -1,0 +1,274 @@
+-- Pure parts: options, the tree list, token formatting, coroutine helpers.
+local R = require('runner')
+local H = require('helpers')
+local config = require('sessiond.config')
+local tree = require('sessiond.tree')
+local status = require('sessiond.status')
+local async = require('sessiond.async')
+
+R.test('options: defaults, merging and problems', function()
+  local cfg, problems = config.resolve({
+    context_window = 200000,
+    settings = { compaction = { keepRecentTokens = 1000 } },
+    tree = { show_all = true },
+    cmd = { '/opt/sessiond', 'serve' },
+  })
+  R.eq(problems, {})
+  R.eq(cfg.cmd, { '/opt/sessiond', 'serve' }, 'lists replace the default')
+  R.eq(cfg.keymaps, false, 'keymaps are off by default')
+  R.eq(cfg.editor, 'split')
+  R.eq(cfg.tree.show_all, true)
+  R.eq(config.initialize_settings(cfg), {
+    compaction = { keepRecentTokens = 1000 },
+    context = { defaultContextWindow = 200000 },
+  })
+  R.eq(config.initialize_settings(config.resolve()), nil, 'no settings sent by default')
+
+  local _, bad = config.resolve({ cmd = 'sessiond', colour = 'blue', context_window = 0, editor = 'float' })
+  R.eq(bad, {
+    'option "cmd" must be a table, not a string',
+    'option "context_window" must be a positive number of tokens',
+    'option "editor" must be split, vsplit, tab or current',
+    'unknown option "colour"',
+  })
+end)
+
+R.test('options: keymaps only when asked for', function()
+  R.eq(config.keymaps(false), {})
+  R.eq(config.keymaps(true).tree, '<leader>st')
+  local maps = config.keymaps({ tree = '<leader>T', compact = false })
+  R.eq(maps.tree, '<leader>T')
+  R.eq(maps.compact, nil, 'false turns one key off')
+  R.eq(maps.status, '<leader>ss', 'the others keep their defaults')
+end)
+
+R.test('setup: commands exist, no keys are mapped by default', function()
+  vim.g.mapleader = ' '
+  R.ok(require('sessiond').setup(H.options()))
+  for _, name in ipairs({
+    'SessiondOpen',
+    'SessiondCompact',
+    'SessiondTree',
+    'SessiondLabel',
+    'SessiondStatus',
+  }) do
+    R.eq(vim.fn.exists(':' .. name), 2, name)
+  end
+  for _, lhs in pairs(config.default_keymaps) do
+    R.eq(vim.fn.maparg(lhs, 'n'), '', lhs .. ' must stay unmapped')
+  end
+  R.ok(require('sessiond').setup(H.options({ keymaps = { tree = '<leader>xt' } })))
+  R.eq(vim.fn.maparg('<leader>xt', 'n'), '<Cmd>SessiondTree<CR>')
+  vim.keymap.del('n', '<leader>xt')
+  -- Leave the shared configuration as the daemon tests expect it.
+  R.ok(require('sessiond').setup(H.options()))
+end)
+
+-- A tree like the daemon's answer: a chain, a branch point, a label entry
+-- that is the leaf, a compaction on the active path.
+local function sample_tree()
+  local function node(id, parent, type_, extra)
+    return vim.tbl_extend('force', {
+      id = id,
+      parentId = parent or vim.NIL,
+      type = type_,
+      timestamp = '2026-01-01T00:00:00.000Z',
+      children = {},
+      active = false,
+    }, extra or {})
+  end
+  local nodes = {
+    node(
+      'u1',
+      nil,
+      'message',
+      { role = 'user', preview = 'user: fix the toc', label = 'start', active = true }
+    ),
+    node('a1', 'u1', 'message', { role = 'assistant', preview = 'assistant: reading', active = true }),
+    node('u2', 'a1', 'message', { role = 'user', preview = 'user: try slugify' }),
+    node('a2', 'u2', 'message', { role = 'assistant', preview = 'assistant: slugify fails' }),
+    node('c1', 'a1', 'compaction', { preview = 'compaction (57,600 tokens before): ## Goal', active = true }),
+    node('u3', 'c1', 'message', { role = 'user', preview = 'user: add anchors', active = true }),
+    node('l1', 'u3', 'label', { preview = "label u1 = 'start'", active = true }),
+  }
+  local children = { u1 = { 'a1' }, a1 = { 'u2', 'c1' }, u2 = { 'a2' }, c1 = { 'u3' }, u3 = { 'l1' } }
+  for _, n in ipairs(nodes) do
+    n.children = children[n.id] or {}
+  end
+  return { nodes = nodes, rootIds = { 'u1' }, leafId = 'l1' }
+end
+
+R.test('tree: lines, indentation at branches, labels, active path, compaction', function()
+  local items = tree.items(sample_tree())
+  R.eq(tree.lines(items), {
+    '• [start] user: fix the toc',
+    '• assistant: reading',
+    '  ├─ user: try slugify',
+    '  │  assistant: slugify fails',
+    '• └─ compaction (57,600 tokens before): ## Goal',
+    '▶    user: add anchors',
+  })
+  R.eq(
+    vim.tbl_map(function(i)
+      return i.depth
+    end, items),
+    { 0, 0, 1, 1, 1, 1 }
+  )
+  local leaf = tree.find(items, 'u3')
+  R.ok(leaf.leaf, 'the hidden label entry hands the leaf marker to its target')
+  R.eq(tree.find(items, 'l1'), nil, 'label entries are hidden')
+  R.eq(tree.find(items, 'u1').label, 'start')
+  R.eq(tree.find(items, 'c1').type, 'compaction')
+  R.eq(tree.find(items, 'u2').active, false)
+end)
+
+R.test('tree: show_all, custom markers, missing previews, several roots', function()
+  local all = tree.items(sample_tree(), { show_all = true, markers = { leaf = '>', active = '*' } })
+  R.eq(#all, 7)
+  R.eq(all[7].line, ">    label u1 = 'start'")
+  R.eq(all[1].line:sub(1, 1), '*')
+
+  local t = {
+    nodes = {
+      { id = 'x', parentId = vim.NIL, type = 'message', role = 'user', children = {} },
+      { id = 'y', parentId = vim.NIL, type = 'branch_summary', children = { 'z' }, active = true },
+      { id = 'z', parentId = 'y', type = 'model_change', children = {}, active = true },
+    },
+    rootIds = { 'x', 'y' },
+    leafId = 'z',
+  }
+  R.eq(tree.lines(tree.items(t)), {
+    '  ├─ user',
+    '• └─ branch summary',
+    '▶    model change',
+  })
+  R.eq(tree.items({ nodes = {}, rootIds = {}, leafId = vim.NIL }), {})
+  -- A damaged answer (a cycle) must not hang the editor.
+  local cyclic = {
+    nodes = {
+      { id = 'p', parentId = 'q', type = 'message', role = 'user', children = { 'q' } },
+      { id = 'q', parentId = 'p', type = 'message', role = 'assistant', children = { 'p' } },
+    },
+    rootIds = { 'p' },
+    leafId = 'q',
+  }
+  R.eq(tree.lines(tree.items(cyclic)), { '  user', '▶ assistant' })
+end)
+
+R.test('tree: a long chain does not recurse', function()
+  local nodes, n = {}, 20000
+  for i = 1, n do
+    nodes[i] = {
+      id = 'e' .. i,
+      parentId = i > 1 and ('e' .. (i - 1)) or vim.NIL,
+      type = 'message',
+      role = 'user',
+      preview = 'user: ' .. i,
+      children = i < n and { 'e' .. (i + 1) } or {},
+      active = true,
+    }
+  end
+  local items = tree.items({ nodes = nodes, rootIds = { 'e1' }, leafId = 'e' .. n })
+  R.eq(#items, n)
+  R.eq(items[n].line, '▶ user: ' .. n)
+end)
+
+R.test('status: token and usage formatting', function()
+  local cases = {
+    { 0, '0' },
+    { 999, '999' },
+    { 1000, '1k' },
+    { 57600, '57.6k' },
+    { 128000, '128k' },
+    { 999949, '999.9k' },
+    { 999960, '1M' },
+    { 1234567, '1.2M' },
+  }
+  for _, case in ipairs(cases) do
+    R.eq(status.format_tokens(case[1]), case[2], tostring(case[1]))
+  end
+  R.eq(status.format_usage({ tokens = 57600, contextWindow = 128000, percent = 45.0 }), 'ctx 45% 57.6k/128k')
+  R.eq(status.group_digits(0), '0')
+  R.eq(status.group_digits(999), '999')
+  R.eq(status.group_digits(128000), '128,000')
+  R.eq(status.group_digits(1234567), '1,234,567')
+  R.eq(status.format_usage({ tokens = 200, contextWindow = 200000, percent = 0.1 }), 'ctx 0% 200/200k')
+end)
+
+R.test('async: await handles immediate and later callbacks; run reports errors', function()
+  local got = {}
+  async.run(function()
+    got[#got + 1] = async.await(function(done)
+      done('now')
+    end)
+    got[#got + 1] = async.await(function(done)
+      vim.schedule(function()
+        done('later')
+      end)
+    end)
+    return 'finished'
+  end, function(ok, value)
+    got[#got + 1] = ok and value or 'error'
+  end)
+  R.wait(function()
+    return #got == 3
+  end, 'the coroutine')
+  R.eq(got, { 'now', 'later', 'finished' })
+
+  local outcome
+  async.run(function()
+    async.await(vim.schedule)
+    error('boom')
+  end, function(ok, err)
+    outcome = { ok = ok, err = err }
+  end)
+  R.wait(function()
+    return outcome ~= nil
+  end, 'the failing coroutine')
+  R.eq(outcome.ok, false)
+  R.match(outcome.err, 'boom')
+  R.match(outcome.err, 'stack traceback', 'errors carry a traceback')
+end)
+
+R.test('window/logMessage: mapped to levels, filtered by log_level', function()
+  -- The daemon sends none of these today, so feed the client's dispatcher
+  -- the way vim.lsp.rpc would.
+  local client = require('sessiond').get_client()
+  H.clear_notes()
+  client:_notification('window/logMessage', { type = 1, message = 'disk full' })
+  client:_notification('window/logMessage', { type = 2, message = 'hook timed out' })
+  client:_notification('window/logMessage', { type = 3, message = 'opened a session' })
+  R.eq(H.notes, {
+    { message = 'sessiond: disk full', level = vim.log.levels.ERROR },
+    { message = 'sessiond: hook timed out', level = vim.log.levels.WARN },
+  })
+end)
+
+R.test(':checkhealth sessiond reports the version and the daemon command', function()
+  vim.cmd('checkhealth sessiond')
+  local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+  vim.cmd('bwipeout!')
+  R.match(text, 'OK Neovim %d+%.%d+')
+  R.match(text, 'OK daemon: .*sessiond %(sessiond [%d.]+%)')
+  R.match(text, 'not running')
+end)
+
+R.test('commands without an open session say so and touch nothing', function()
+  local sessiond = require('sessiond')
+  R.eq(sessiond.current_session(), nil)
+  R.eq(sessiond.statusline(), '', 'an empty statusline without a session')
+  for _, action in ipairs({ 'compact', 'tree', 'label' }) do
+    H.clear_notes()
+    local err = R.call(function(cb)
+      if action == 'tree' then
+        sessiond.tree(cb)
+      else
+        sessiond[action](nil, cb)
+      end
+    end, action)
+    R.eq(err.data.kind, 'noSession', action)
+    R.eq(H.notes[1].level, vim.log.levels.WARN, action)
+    R.match(H.notes[1].message, ':SessiondOpen', action)
+  end
+  R.eq(sessiond.get_client().state, 'stopped', 'no daemon was started for nothing')
+end)
