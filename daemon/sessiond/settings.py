@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from .errors import InvalidParamsError
+from .errors import InvalidParamsError, NotAllowedError
 
 _OPTIONS: dict[str, Any] = {"rename": "camel", "kw_only": True, "forbid_unknown_fields": True}
 
@@ -138,15 +138,26 @@ def _group_keys(group: type[msgspec.Struct]) -> set[str]:
     return {field.encode_name for field in msgspec.structs.fields(group)}
 
 
+# Settings only the user's settings file may set: a client that could change
+# them could lift the very restriction they impose.
+FILE_ONLY_SETTINGS: frozenset[tuple[str, str]] = frozenset({("storage", "allowedRoots")})
+
+
 def merge_settings(
-    base: Settings, overrides: Mapping[str, Any], *, strict: bool, source: str
+    base: Settings,
+    overrides: Mapping[str, Any],
+    *,
+    strict: bool,
+    source: str,
+    trusted: bool = True,
 ) -> tuple[Settings, list[str]]:
     """Apply ``{group: {key: value}}`` overrides on top of ``base``.
 
     With ``strict`` the first bad key raises ``InvalidParamsError``; without it
     each bad key is skipped (its current value kept) and described in the
     returned warnings. ``source`` names where the overrides came from, for
-    the messages.
+    the messages. Untrusted overrides (from clients) may not touch
+    ``FILE_ONLY_SETTINGS``: that is ``NotAllowedError`` when strict, else skipped.
     """
     warnings: list[str] = []
     merged = settings_to_builtins(base)
@@ -172,6 +183,12 @@ def merge_settings(
             dotted = f"{group_name}.{key}"
             if key not in known:
                 problem(f"{dotted}: unknown setting, ignored")
+                continue
+            if not trusted and (group_name, key) in FILE_ONLY_SETTINGS:
+                text = f"{source}: {dotted} can only be set in the settings file"
+                if strict:
+                    raise NotAllowedError(text, setting=dotted)
+                warnings.append(f"{text}, ignored")
                 continue
             candidate = dict(merged[group_name])
             candidate[key] = value

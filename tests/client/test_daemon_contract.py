@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -72,3 +73,52 @@ async def test_close_result_is_typed(client: SessiondClient, project: str) -> No
     await client.append(sid, [message(user("x"))])
     closed = await client.close_session(sid)
     assert getattr(closed, "closed", closed) is True or closed == {"closed": True}
+
+
+async def test_a_client_cannot_lift_the_allowed_roots(spawn, home, tmp_path) -> None:
+    from sessiond_client import NotAllowedError
+
+    allowed = tmp_path / "allowed"
+    settings_file = home / ".config" / "sessiond" / "settings.json"
+    settings_file.write_text(
+        json.dumps(
+            {"compaction": {"tokenEstimator": "chars"}, "storage": {"allowedRoots": [str(allowed)]}}
+        )
+    )
+    settings_file.chmod(0o600)
+    client = await spawn()
+    result = await client.initialize(settings={"storage": {"allowedRoots": None}})
+    assert any("allowedRoots can only be set in the settings file" in w for w in result.warnings)
+    outside = tmp_path / "outside" / "s.jsonl"
+    with pytest.raises(NotAllowedError):
+        await client.new_session(cwd=str(tmp_path), path=outside)
+    with pytest.raises(NotAllowedError):
+        await client.update_settings({"storage": {"allowedRoots": None}})
+    with pytest.raises(NotAllowedError):
+        await client.new_session(cwd=str(tmp_path), path=outside)
+    inside = await client.new_session(cwd=str(tmp_path), path=allowed / "s.jsonl")
+    assert inside.path == str(allowed / "s.jsonl")
+
+
+async def test_navigation_reports_every_entry_it_wrote(
+    client: SessiondClient, project: str
+) -> None:
+    sid = (await client.new_session(cwd=project)).session_id
+    ids = await conversation(client, sid, turns=2)
+    async with client.notifications("session/changed") as stream:
+        result = await client.navigate(sid, ids[1], summarize=True, label="here")
+        note = await stream.wait_for(lambda n: n.method == "session/changed", timeout=5)
+    summary_id = result.summary_entry["id"]
+    assert note.params.reason == "navigate"
+    assert note.params.appended_ids[0] == summary_id and len(note.params.appended_ids) == 2
+    assert note.params.appended_ids[1] == result.leaf_id  # the label entry
+    async with client.notifications("session/changed") as stream:
+        await client.navigate(sid, result.leaf_id)  # already there: nothing changes
+        await asyncio.sleep(0.1)
+        assert stream.pending() == []
+
+
+async def test_blank_names_are_refused(client: SessiondClient, project: str) -> None:
+    sid = (await client.new_session(cwd=project)).session_id
+    with pytest.raises(InvalidParamsError, match="name must not be empty"):
+        await client.set_name(sid, "   ")

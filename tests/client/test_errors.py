@@ -12,7 +12,7 @@ import pytest
 import sessiond.errors as daemon_errors
 from sessiond_client import (
     AlreadyCompactedError,
-    BusyError,
+    ConflictError,
     InvalidEntryError,
     InvalidParamsError,
     InvalidSessionFileError,
@@ -66,7 +66,7 @@ async def test_errors_of_each_kind_from_the_daemon(client: SessiondClient, proje
     sid = (await client.new_session(cwd=project, id=fixed)).session_id
     with pytest.raises(NotFoundError, match="Entry nope not found"):
         await client.entry(sid, "nope")
-    with pytest.raises(BusyError):
+    with pytest.raises(ConflictError, match="same id"):
         await client.new_session(cwd=project, id=fixed)
     with pytest.raises(InvalidEntryError) as invalid:
         await client.append(sid, [{"type": "message", "message": {"role": "user"}}])

@@ -198,6 +198,9 @@ async def test_mirrors_keep_the_daemon_field_names() -> None:
         (t.NavigateResult, daemon.NavigateResult),
         (t.CompactHookParams, daemon.CompactHookParams),
         (t.TreeHookParams, daemon.TreeHookParams),
+        (t.CompactionPreparationWire, daemon.CompactionPreparationWire),
+        (t.BeforeCompactHookParams, daemon.BeforeCompactHookParams),
+        (t.CompactingHookParams, daemon.CompactingHookParams),
         (t.BuildContextResult, context_methods.BuildContextResult),
     ]
     for mirror, original in pairs:

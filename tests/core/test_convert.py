@@ -1,6 +1,6 @@
 """convertToLlm (SPEC 3.2): which roles pass, which become user messages, and how."""
 
-from sessiond.core.convert import convert_to_llm, convert_to_llm_with_origins
+from sessiond.core.convert import convert_to_llm, convert_to_llm_tracked
 from sessiond.core.messages import (
     AssistantMessage,
     BashExecutionMessage,
@@ -32,8 +32,8 @@ def test_user_assistant_tool_result_pass_through_unchanged():
         AssistantMessage(content=[], provider="p", model="m", usage=usage(), stop_reason="stop"),
         ToolResultMessage(tool_call_id="c", tool_name="t", content=[], is_error=False),
     ]
-    converted, origins = convert_to_llm_with_origins(messages)
-    assert converted == messages and origins == [0, 1, 2]
+    tracked = convert_to_llm_tracked(messages)
+    assert tracked == [(messages[0], 0, True), (messages[1], 1, True), (messages[2], 2, True)]
 
 
 def test_bash_execution_rendering():
@@ -109,9 +109,9 @@ def test_pruned_tool_result_keeps_text_only():
         is_error=False,
         pruned_at=123,
     )
-    converted, origins = convert_to_llm_with_origins([pruned])
-    assert converted[0].content == [TextContent(text="[Output truncated - 900 tokens]")]
-    assert origins == [None]
+    [(converted, origin, unchanged)] = convert_to_llm_tracked([pruned])
+    assert converted.content == [TextContent(text="[Output truncated - 900 tokens]")]
+    assert (origin, unchanged) == (0, False)
     empty = ToolResultMessage(
         tool_call_id="c", tool_name="bash", content=[], is_error=False, pruned_at=1
     )

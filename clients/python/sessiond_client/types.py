@@ -21,16 +21,13 @@ from sessiond.rpc.types import (
     AbortResult,
     AppendedEntry,
     AppendResult,
-    BeforeCompactHookParams,
     BeforeCompactHookResult,
     BeforeTreeHookParams,
     BeforeTreeHookResult,
     ClientCapabilities,
     ClientInfo,
-    CompactingHookParams,
     CompactingHookResult,
     CompactionEndedNotification,
-    CompactionPreparationWire,
     CompactionStartedNotification,
     CompactionSummaryInfo,
     ContextFormat,
@@ -120,6 +117,38 @@ class CloseResult(msgspec.Struct, **_W):
     """``session/close``: False when this client did not have the session open."""
 
     closed: bool
+
+
+class CompactionPreparationWire(msgspec.Struct, **_W):
+    """``compaction/prepare`` and the before-compact hook's ``preparation``."""
+
+    first_kept_entry_id: str
+    is_split_turn: bool
+    tokens_before: int
+    summarize_entry_ids: list[str]
+    turn_prefix_entry_ids: list[str]
+    recent_entry_ids: list[str]
+    read_files: list[str]
+    modified_files: list[str]
+    keep_recent_tokens: int
+    previous_summary: str | None = None
+    messages_to_summarize: list[dict[str, Any]] | None = None
+    turn_prefix_messages: list[dict[str, Any]] | None = None
+
+
+class BeforeCompactHookParams(msgspec.Struct, **_W):
+    """``hooks/session_before_compact``."""
+
+    session_id: str
+    preparation: CompactionPreparationWire
+    custom_instructions: str | None = None
+
+
+class CompactingHookParams(msgspec.Struct, **_W):
+    """``hooks/session.compacting``: the messages to be summarized, as stored."""
+
+    session_id: str
+    messages: list[dict[str, Any]]
 
 
 class CompactHookParams(msgspec.Struct, **_W):

@@ -38,34 +38,29 @@ PRUNED_OUTPUT_TEXT = "[Output truncated]"
 
 
 def convert_to_llm(messages: Sequence[AnyMessage]) -> list[LlmMessage]:
-    return convert_to_llm_with_origins(messages)[0]
+    return [message for message, _, _ in convert_to_llm_tracked(messages)]
 
 
-def convert_to_llm_with_origins(
+def convert_to_llm_tracked(
     messages: Sequence[AnyMessage],
-) -> tuple[list[LlmMessage], list[int | None]]:
-    """The converted messages, and for each one the index of the input message it
-    is, unchanged (``None`` when it was rewritten). The wire layer uses the
-    origins to send a stored message's original JSON, unknown fields included."""
-    converted: list[LlmMessage] = []
-    origins: list[int | None] = []
+) -> list[tuple[LlmMessage, int, bool]]:
+    """Each converted message with the index of the input message it came from and
+    whether it is that message unchanged. The wire layer sends an unchanged
+    stored message as its original JSON, unknown fields included."""
+    converted: list[tuple[LlmMessage, int, bool]] = []
     for index, message in enumerate(messages):
         if isinstance(message, (UserMessage, DeveloperMessage, AssistantMessage)):
-            converted.append(message)
-            origins.append(index)
+            converted.append((message, index, True))
         elif isinstance(message, ToolResultMessage):
             if message.pruned_at is not None:
-                converted.append(_pruned_tool_result(message))
-                origins.append(None)
+                converted.append((_pruned_tool_result(message), index, False))
             else:
-                converted.append(message)
-                origins.append(index)
+                converted.append((message, index, True))
         else:
             user = _as_user_message(message)
             if user is not None:
-                converted.append(user)
-                origins.append(None)
-    return converted, origins
+                converted.append((user, index, False))
+    return converted
 
 
 def _as_user_message(message: AnyMessage) -> UserMessage | None:

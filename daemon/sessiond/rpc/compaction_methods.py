@@ -75,7 +75,7 @@ def register(daemon: Daemon) -> None:
         if isinstance(preparation, NotCompactable):
             raise_not_compactable(preparation)
         assert isinstance(preparation, CompactionPreparation)
-        return preparation_wire(preparation, include_messages=params.include_messages)
+        return preparation_wire(preparation, actor.store, include_messages=params.include_messages)
 
     @router.request("compaction/run", RunCompactionParams)
     async def run(ctx: RequestContext, params: RunCompactionParams) -> RunCompactionResult:

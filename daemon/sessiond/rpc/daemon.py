@@ -113,9 +113,14 @@ class Daemon:
         state.name = (params.client_info or ClientInfo(name="client")).name
         state.capabilities = params.capabilities
         warnings = list(self.settings_warnings)
+        effective = self.base_settings
         if params.settings:
-            _, problems = merge_settings(
-                self.base_settings, params.settings, strict=False, source="initialize.settings"
+            effective, problems = merge_settings(
+                self.base_settings,
+                params.settings,
+                strict=False,
+                source="initialize.settings",
+                trusted=False,
             )
             warnings += problems
             state.overrides = dict(params.settings)
@@ -135,8 +140,7 @@ class Daemon:
                 methods=sorted(self.router.requests),
                 notifications=NOTIFICATIONS,
                 hooks=HOOK_NAMES,
-                summarizers=[c.kind for c in self.base_settings.summarizer.candidates]
-                or ["extractive"],
+                summarizers=[c.kind for c in effective.summarizer.candidates] or ["extractive"],
             ),
             warnings=warnings,
         )
@@ -159,11 +163,17 @@ class Daemon:
         state = self.client(ctx)
         settings = self.base_settings
         if state.overrides:
-            settings, _ = merge_settings(settings, state.overrides, strict=False, source="client")
+            settings, _ = merge_settings(
+                settings, state.overrides, strict=False, source="client", trusted=False
+            )
         if actor is not None and actor.overrides:
-            settings, _ = merge_settings(settings, actor.overrides, strict=False, source="session")
+            settings, _ = merge_settings(
+                settings, actor.overrides, strict=False, source="session", trusted=False
+            )
         if call:
-            settings, _ = merge_settings(settings, call, strict=True, source="settings")
+            settings, _ = merge_settings(
+                settings, call, strict=True, source="settings", trusted=False
+            )
         return settings
 
     def usage(self, actor: SessionActor, settings: Settings, window: int | None) -> Usage:
@@ -187,7 +197,7 @@ class Daemon:
     def changed(
         self,
         actor: SessionActor,
-        reason: Literal["append", "navigate", "compaction", "rewrite", "fork", "close"],
+        reason: Literal["append", "navigate", "compaction", "rewrite"],
         appended: list[str] | None = None,
     ) -> None:
         actor.publish(

@@ -10,13 +10,13 @@ a problem, which the runner records in the entry's ``details``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import msgspec
 
-from sessiond.core.encoding import to_builtins
 from sessiond.core.entries import BranchSummaryEntry, CompactionEntry
+from sessiond.core.messages import AnyMessage
 from sessiond.core.preparation import CompactionPreparation
 from sessiond.server import ClientRequestFailed, ClientRequestTimeout, MessageType
 from sessiond.service.hooks import (
@@ -29,6 +29,8 @@ from sessiond.service.hooks import (
     TreePreparation,
 )
 from sessiond.service.sessions import SessionActor
+from sessiond.store.export import message_json
+from sessiond.store.session import SessionStore
 
 from .clients import Clients, ClientState
 from .types import (
@@ -47,8 +49,21 @@ _log = logging.getLogger(__name__)
 R = TypeVar("R", bound=msgspec.Struct)
 
 
+def stored_messages(
+    store: SessionStore, messages: Sequence[AnyMessage], entry_ids: Sequence[str]
+) -> list[msgspec.Raw]:
+    """Messages as JSON, a stored message as its original bytes (unknown fields kept)."""
+    return [
+        msgspec.Raw(message_json(store, entry_id, message, True))
+        for message, entry_id in zip(messages, entry_ids, strict=True)
+    ]
+
+
 def preparation_wire(
-    preparation: CompactionPreparation, *, include_messages: bool = False
+    preparation: CompactionPreparation,
+    store: SessionStore | None = None,
+    *,
+    include_messages: bool = False,
 ) -> CompactionPreparationWire:
     read_files, modified_files = preparation.file_ops.lists()
     wire = CompactionPreparationWire(
@@ -63,9 +78,13 @@ def preparation_wire(
         keep_recent_tokens=preparation.keep_recent_tokens,
         previous_summary=preparation.previous_summary,
     )
-    if include_messages:
-        wire.messages_to_summarize = to_builtins(preparation.messages_to_summarize)
-        wire.turn_prefix_messages = to_builtins(preparation.turn_prefix_messages)
+    if include_messages and store is not None:
+        wire.messages_to_summarize = stored_messages(
+            store, preparation.messages_to_summarize, preparation.summarize_entry_ids
+        )
+        wire.turn_prefix_messages = stored_messages(
+            store, preparation.turn_prefix_messages, preparation.turn_prefix_entry_ids
+        )
     return wire
 
 
@@ -138,7 +157,7 @@ class ClientHooks:
         answer = BeforeCompactAnswer()
         params = BeforeCompactHookParams(
             session_id=self._actor.session_id,
-            preparation=preparation_wire(preparation, include_messages=True),
+            preparation=preparation_wire(preparation, self._actor.store, include_messages=True),
             custom_instructions=custom_instructions,
         )
         for client in self._listeners("session_before_compact"):
@@ -170,8 +189,10 @@ class ClientHooks:
         answer = CompactingAnswer()
         params = CompactingHookParams(
             session_id=self._actor.session_id,
-            messages=to_builtins(
-                [*preparation.messages_to_summarize, *preparation.turn_prefix_messages]
+            messages=stored_messages(
+                self._actor.store,
+                [*preparation.messages_to_summarize, *preparation.turn_prefix_messages],
+                [*preparation.summarize_entry_ids, *preparation.turn_prefix_entry_ids],
             ),
         )
         for client in self._listeners("session.compacting"):

@@ -7,7 +7,7 @@ from pathlib import Path
 import msgspec
 
 from sessiond.core.describe import describe_entry
-from sessiond.errors import InvalidParamsError, NotAllowedError
+from sessiond.errors import ConflictError, InvalidParamsError, NotAllowedError
 from sessiond.paths import check_allowed, session_dir_for
 from sessiond.server import RequestContext
 from sessiond.service.forking import fork_at_user_message, user_messages_for_forking
@@ -59,6 +59,13 @@ def register(daemon: Daemon) -> None:
     def new(ctx: RequestContext, params: NewSessionParams) -> NewSessionResult:
         settings = daemon.settings(ctx)
         roots = settings.storage.allowed_roots
+        if params.path:
+            already = daemon.sessions.find_by_path(_path(params.path, "path", roots))
+            if already is not None:
+                raise ConflictError(
+                    f"{params.path} is already open as session {already.session_id}",
+                    sessionId=already.session_id,
+                )
 
         def create() -> SessionStore:
             store = SessionStore.create(
@@ -152,7 +159,8 @@ def register(daemon: Daemon) -> None:
         )
         actor.appended(entries)
         ids = [entry.id for entry in entries]
-        daemon.changed(actor, "append", ids)
+        if ids:
+            daemon.changed(actor, "append", ids)
         return AppendResult(
             ids=ids,
             leaf_id=actor.store.leaf_id,
@@ -225,6 +233,9 @@ def register(daemon: Daemon) -> None:
 
     @router.request("session/setName", SetNameParams)
     def set_name(ctx: RequestContext, params: SetNameParams) -> AppendedEntry:
+        if not params.name.strip():
+            # pi refuses an empty name here (a session_info entry can still clear it)
+            raise InvalidParamsError("name must not be empty", name=params.name)
         actor = daemon.actor(params.session_id)
         written = actor.store.set_name(params.name)
         actor.appended([written])

@@ -23,7 +23,9 @@ def register(daemon: Daemon) -> None:
     @router.request("settings/update", UpdateSettingsParams)
     def update(ctx: RequestContext, params: UpdateSettingsParams) -> SettingsResult:
         # Validate strictly first: a bad key is the caller's to fix, nothing is applied.
-        merge_settings(daemon.base_settings, params.settings, strict=True, source="settings")
+        merge_settings(
+            daemon.base_settings, params.settings, strict=True, source="settings", trusted=False
+        )
         if params.session_id:
             actor = daemon.actor(params.session_id)
             _deep_update(actor.overrides, params.settings)

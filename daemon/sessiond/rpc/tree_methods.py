@@ -38,21 +38,23 @@ def register(daemon: Daemon) -> None:
                 custom_instructions=params.custom_instructions,
                 replace_instructions=params.replace_instructions,
                 label=params.label,
-                context_window=params.context_window,
+                context_window=params.context_window or settings.context.default_context_window,
                 hooks=daemon.hooks(actor, settings),
                 abort=abort,
             )
 
+        store = actor.store
+        count, leaf = store.entry_count, store.leaf_id
         try:
             result = await actor.run_long("navigation", work, abort_event=abort)
         finally:
             if summaries is not None:
                 daemon.end_progress(ctx, "Branch summary finished")
-        if not result.cancelled:
-            daemon.changed(
-                actor, "navigate", [result.summary_entry.id] if result.summary_entry else []
-            )
-        store = actor.store
+        if not result.cancelled and (store.entry_count, store.leaf_id) != (count, leaf):
+            # every entry the navigation wrote: the summary and a label
+            written = [record.id for record in store.records()[count:]]
+            actor.appended([store.entry_of(store.record(i)) for i in written])
+            daemon.changed(actor, "navigate", written)
         return NavigateResult(
             cancelled=result.cancelled,
             aborted=result.aborted,

@@ -336,8 +336,9 @@ class CompactionPreparationWire(msgspec.Struct, kw_only=True, **_W):
     modified_files: list[str]
     keep_recent_tokens: int
     previous_summary: str | None = None
-    messages_to_summarize: list[Any] | None = None
-    turn_prefix_messages: list[Any] | None = None
+    # With includeMessages (and in hooks): the messages, stored ones as their original JSON.
+    messages_to_summarize: list[msgspec.Raw] | None = None
+    turn_prefix_messages: list[msgspec.Raw] | None = None
 
 
 class RunCompactionParams(msgspec.Struct, kw_only=True, **_W):
@@ -411,7 +412,7 @@ class SettingsResult(msgspec.Struct, kw_only=True, **_W):
 
 class SessionChanged(msgspec.Struct, kw_only=True, **_W):
     session_id: str
-    reason: Literal["append", "navigate", "compaction", "rewrite", "fork", "close"]
+    reason: Literal["append", "navigate", "compaction", "rewrite"]
     leaf_id: str | None
     entry_count: int
     appended_ids: list[str] = msgspec.field(default_factory=list)
@@ -467,7 +468,7 @@ class BeforeCompactHookResult(msgspec.Struct, kw_only=True, **_W):
 
 class CompactingHookParams(msgspec.Struct, kw_only=True, **_W):
     session_id: str
-    messages: list[Any]
+    messages: list[msgspec.Raw]
 
 
 class CompactingHookResult(msgspec.Struct, kw_only=True, **_W):

@@ -16,7 +16,11 @@ from sessiond.server.connection import Connection, MessageType
 from sessiond.server.context import NotificationContext, RequestContext
 from sessiond.server.logs import configure_logging
 from sessiond.server.messages import RequestId, WorkDoneBegin, WorkDoneEnd, WorkDoneReport
-from sessiond.server.options import add_server_arguments, endpoint_from_args
+from sessiond.server.options import (
+    add_server_arguments,
+    endpoint_from_args,
+    loop_factory_from_args,
+)
 from sessiond.server.outgoing import (
     ClientDisconnected,
     ClientRequestFailed,
@@ -60,4 +64,5 @@ __all__ = [
     "add_server_arguments",
     "configure_logging",
     "endpoint_from_args",
+    "loop_factory_from_args",
 ]

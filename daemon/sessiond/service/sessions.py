@@ -23,7 +23,7 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from sessiond.core.entries import Entry
 from sessiond.core.tokens import Estimator
-from sessiond.errors import BusyError, CancelledError, NotFoundError
+from sessiond.errors import BusyError, CancelledError, ConflictError, NotFoundError
 from sessiond.settings import Settings, StorageSettings, merge_settings
 from sessiond.store.session import SessionStore
 from sessiond.tokenizer import estimator as estimator_named
@@ -71,7 +71,7 @@ class SessionActor:
         if not self.overrides:
             return self._base_settings()
         merged, _ = merge_settings(
-            self._base_settings(), self.overrides, strict=False, source="session"
+            self._base_settings(), self.overrides, strict=False, source="session", trusted=False
         )
         return merged
 
@@ -243,7 +243,7 @@ class SessionRegistry:
         if store.session_id in self._by_id:
             other = self._by_id[store.session_id]
             store.close()
-            raise BusyError(
+            raise ConflictError(
                 f"another open session ({other.store.path}) has the same id {store.session_id}",
                 sessionId=store.session_id,
             )

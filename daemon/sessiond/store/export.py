@@ -14,7 +14,7 @@ from typing import Literal
 import msgspec
 
 from sessiond.core.context import SessionContext
-from sessiond.core.convert import LlmMessage, convert_to_llm_with_origins
+from sessiond.core.convert import LlmMessage, convert_to_llm_tracked
 from sessiond.core.encoding import to_json
 from sessiond.core.messages import AssistantMessage
 
@@ -23,42 +23,42 @@ from .session import SessionStore
 ContextFormat = Literal["agent", "llm"]
 
 
-def llm_messages(context: SessionContext) -> tuple[list[LlmMessage], list[str | None]]:
-    """``convertToLlm`` of the context, minus failed answers, with each message's entry.
+def llm_messages(context: SessionContext) -> list[tuple[LlmMessage, str, bool]]:
+    """``convertToLlm`` of the context, minus failed answers: each message with the
+    entry it came from and whether it is that entry's message unchanged.
 
     pi's provider layer never sends an assistant message that ended in an error
     or was aborted (an incomplete turn); the "llm" form leaves them out too, so
     a client retrying after an overflow sends what pi would.
     """
-    converted, origins = convert_to_llm_with_origins(context.messages)
-    messages: list[LlmMessage] = []
-    entry_ids: list[str | None] = []
-    for message, origin in zip(converted, origins, strict=True):
-        if isinstance(message, AssistantMessage) and message.stop_reason in ("error", "aborted"):
-            continue
-        messages.append(message)
-        entry_ids.append(context.entry_ids[origin] if origin is not None else None)
-    return messages, entry_ids
+    return [
+        (message, context.entry_ids[index], unchanged)
+        for message, index, unchanged in convert_to_llm_tracked(context.messages)
+        if not (
+            isinstance(message, AssistantMessage) and message.stop_reason in ("error", "aborted")
+        )
+    ]
+
+
+def message_json(store: SessionStore, entry_id: str, message: object, unchanged: bool) -> bytes:
+    """A message as JSON: a stored message's original bytes when it is unchanged."""
+    if unchanged and store.record(entry_id).type == "message":
+        return store.raw_message(store.record(entry_id))
+    return to_json(message)
 
 
 def messages_json(store: SessionStore, context: SessionContext, fmt: ContextFormat) -> bytes:
     """The context's messages as a JSON array, in the requested form."""
-    parts: list[bytes] = []
     if fmt == "agent":
-        for message, entry_id in zip(context.messages, context.entry_ids, strict=True):
-            parts.append(_original_or_encoded(store, entry_id, message))
+        parts = [
+            message_json(store, entry_id, message, True)
+            for message, entry_id in zip(context.messages, context.entry_ids, strict=True)
+        ]
     else:
-        converted, origins = convert_to_llm_with_origins(context.messages)
-        for message, origin in zip(converted, origins, strict=True):
-            if isinstance(message, AssistantMessage) and message.stop_reason in (
-                "error",
-                "aborted",
-            ):
-                continue
-            if origin is None:
-                parts.append(to_json(message))
-            else:
-                parts.append(_original_or_encoded(store, context.entry_ids[origin], message))
+        parts = [
+            message_json(store, entry_id, message, unchanged)
+            for message, entry_id, unchanged in llm_messages(context)
+        ]
     return b"[" + b",".join(parts) + b"]"
 
 
@@ -75,10 +75,3 @@ def context_json(store: SessionStore, context: SessionContext, fmt: ContextForma
         + model
         + b"}"
     )
-
-
-def _original_or_encoded(store: SessionStore, entry_id: str, message: object) -> bytes:
-    record = store.record(entry_id)
-    if record.type == "message":
-        return store.raw_message(record)
-    return to_json(message)

@@ -556,7 +556,8 @@ class SessionStore:
         self._check_writable()
         if not isinstance(expected_leaf_id, _Unset) and expected_leaf_id != self.leaf_id:
             raise ConflictError(
-                f"the session's leaf is {self.leaf_id}, not {expected_leaf_id}",
+                f"the session's leaf is {self.leaf_id or 'none (no entries yet)'}, "
+                f"not {expected_leaf_id or 'none'}",
                 leafId=self.leaf_id,
                 expectedLeafId=expected_leaf_id,
             )

@@ -1,0 +1,134 @@
+"""Every scenario in ``protocol/examples`` replayed against real daemon processes.
+
+Each example spawns its own daemon(s) (``python -m sessiond serve``) with HOME and
+the XDG directories in a fresh temporary directory, so no user settings or
+sessions are read or written. Spawning costs about a second, so the examples
+selected for this run are replayed in parallel threads as soon as the first test
+asks, and each test then reports its own example's outcome.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from .replay import example_paths, kind_of, load_example, replay
+
+EXAMPLES = example_paths()
+WORKERS = 4
+# The methods the examples must exercise at least once, besides what the router has.
+SERVER_REQUESTS = {
+    "hooks/session_before_compact",
+    "hooks/session.compacting",
+    "hooks/session_before_tree",
+    "llm/complete",
+}
+NOTIFICATIONS = {
+    "session/changed",
+    "session/recovered",
+    "compaction/started",
+    "compaction/ended",
+    "$/progress",
+    "hooks/session_compact",
+    "hooks/session_tree",
+    "$/cancelRequest",
+}
+
+
+@pytest.fixture(scope="module")
+def replays(request: pytest.FixtureRequest) -> Iterator[dict[str, Future[None]]]:
+    """Start replaying every example selected in this session, in parallel."""
+    selected = {
+        item.callspec.params["example"].name
+        for item in request.session.items
+        if item.originalname == "test_example" and hasattr(item, "callspec")
+    }
+    with tempfile.TemporaryDirectory(prefix="sessiond-protocol-") as tmp:
+        root = Path(tmp)
+        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+            futures = {
+                path.name: pool.submit(replay, path, root / path.stem)
+                for path in EXAMPLES
+                if path.name in selected
+            }
+            yield futures
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[path.stem for path in EXAMPLES])
+def test_example(example: Path, replays: dict[str, Future[None]]) -> None:
+    replays[example.name].result(timeout=120)
+
+
+def _messages(kind: str) -> set[str]:
+    """Method names of the messages of ``kind`` the examples exchange."""
+    found: set[str] = set()
+    for path in EXAMPLES:
+        for step in load_example(path)["messages"]:
+            message = step.get("message")
+            if isinstance(message, dict) and kind_of(message) == kind:
+                found.add(message["method"])
+    return found
+
+
+def test_there_are_examples() -> None:
+    assert len(EXAMPLES) >= 20
+
+
+def test_every_method_has_an_example() -> None:
+    from sessiond.rpc.app import build_daemon
+    from sessiond.rpc.daemon import Daemon
+    from sessiond.settings import Settings
+
+    router = build_daemon(Daemon(Settings(), [])).router
+    sent = {
+        message["method"]
+        for path in EXAMPLES
+        for step in load_example(path)["messages"]
+        if step["direction"] == "send"
+        and isinstance(message := step.get("message"), dict)
+        and "method" in message
+    }
+    missing = set(router.requests) - sent
+    assert not missing, f"methods without an example: {sorted(missing)}"
+
+
+def test_every_notification_and_server_request_has_an_example() -> None:
+    assert not NOTIFICATIONS - _messages("notification")
+    assert not SERVER_REQUESTS - _messages("request")
+
+
+def test_examples_are_well_formed() -> None:
+    for path in EXAMPLES:
+        data = load_example(path)
+        assert isinstance(data.get("description"), str) and data["description"], path.name
+        assert set(data) <= {
+            "description",
+            "daemons",
+            "peers",
+            "settingsFile",
+            "files",
+            "messages",
+        }, path.name
+        peers = data.get("peers", {"client": 0})
+        for number, step in enumerate(data["messages"]):
+            where = f"{path.name} step {number}"
+            assert step["direction"] in ("send", "receive", "check"), where
+            assert step.get("peer", next(iter(peers))) in peers, where
+            if step["direction"] == "check":
+                assert set(step) <= {"direction", "path", "exists", "mode", "jsonl"}, where
+                continue
+            assert set(step) <= {"direction", "peer", "message", "raw", "comment"}, where
+            assert ("message" in step) != ("raw" in step), where
+            message = step.get("message")
+            if step["direction"] == "receive" and isinstance(message, dict):
+                assert message.get("jsonrpc") == "2.0", where
+        # Re-encoding must not change the file: it is kept formatted by one rule.
+        text = path.read_text(encoding="utf-8")
+        assert text == json.dumps(data, indent=2, ensure_ascii=False) + "\n", (
+            f"{path.name} is not formatted as json.dumps(indent=2) + newline"
+        )

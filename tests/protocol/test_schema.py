@@ -1,0 +1,119 @@
+"""protocol/schema.json and protocol/README.md cannot drift from the code.
+
+The schema is generated (``sessiond schema --output protocol/schema.json``); the
+README is written by hand, so these tests check that every method the router
+serves, every notification and every server-to-client request is documented in
+it, and that every error code and ``data.kind`` of ``sessiond.errors`` is in its
+error table.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from sessiond.errors import SessiondError
+from sessiond.rpc.app import build_daemon
+from sessiond.rpc.daemon import HOOK_NAMES, NOTIFICATIONS, Daemon
+from sessiond.rpc.schema import schema_json
+from sessiond.rpc.types import PROTOCOL_VERSION
+from sessiond.settings import Settings, settings_to_builtins
+
+PROTOCOL = Path(__file__).resolve().parents[2] / "protocol"
+README = PROTOCOL / "README.md"
+
+
+def _router_methods() -> set[str]:
+    return set(build_daemon(Daemon(Settings(), [])).router.requests)
+
+
+def _readme() -> str:
+    return README.read_text(encoding="utf-8")
+
+
+def _section(title: str) -> str:
+    """The text of the README section whose heading is ``title`` (up to the next one)."""
+    text = _readme()
+    match = re.search(rf"^(#+) {re.escape(title)}\s*$", text, re.MULTILINE)
+    assert match is not None, f"README.md has no section {title!r}"
+    level = len(match.group(1))
+    rest = text[match.end() :]
+    end = re.search(rf"^#{{1,{level}}} ", rest, re.MULTILINE)
+    return rest[: end.start()] if end else rest
+
+
+def _table_names(section: str) -> set[str]:
+    """The backquoted names in the first column of the Markdown tables of ``section``."""
+    return set(re.findall(r"^\|\s*`([^`]+)`", section, re.MULTILINE))
+
+
+def test_schema_file_is_current() -> None:
+    committed = (PROTOCOL / "schema.json").read_bytes()
+    assert committed == schema_json(), (
+        "protocol/schema.json is stale: run `.venv/bin/sessiond schema --output "
+        "protocol/schema.json`"
+    )
+
+
+def test_schema_lists_every_method_of_the_router() -> None:
+    schema = json.loads(schema_json())
+    assert set(schema["methods"]) == _router_methods()
+    assert schema["protocolVersion"] == PROTOCOL_VERSION
+
+
+def test_readme_method_list_matches_the_router() -> None:
+    documented = _table_names(_section("Method list"))
+    methods = _router_methods()
+    assert not methods - documented, f"methods missing from README: {sorted(methods - documented)}"
+    assert not documented - methods, f"README lists unknown methods: {sorted(documented - methods)}"
+
+
+def test_every_method_has_its_own_section() -> None:
+    text = _readme()
+    for method in _router_methods():
+        assert re.search(rf"^#+ `{re.escape(method)}`", text, re.MULTILINE), (
+            f"README.md has no section for {method}"
+        )
+
+
+def test_readme_documents_every_notification_and_server_request() -> None:
+    text = _readme()
+    schema = json.loads(schema_json())
+    names = set(NOTIFICATIONS) | set(schema["notifications"]) | set(schema["serverRequests"])
+    names |= {f"hooks/{hook}" for hook in HOOK_NAMES}
+    for name in names:
+        assert re.search(rf"^#+ `{re.escape(name)}`", text, re.MULTILINE), (
+            f"README.md has no section for {name}"
+        )
+
+
+def _error_classes() -> list[type[SessiondError]]:
+    found: list[type[SessiondError]] = [SessiondError]
+    stack = [SessiondError]
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            found.append(sub)
+            stack.append(sub)
+    return found
+
+
+def test_readme_error_table_has_every_code_and_kind() -> None:
+    table = _section("Error codes")
+    rows = re.findall(r"^\|\s*(-?\d+)\s*\|\s*`([^`]+)`", table, re.MULTILINE)
+    documented = {(int(code), kind) for code, kind in rows}
+    for cls in _error_classes():
+        assert (cls.code, cls.kind) in documented, f"{cls.code} {cls.kind} is not in the table"
+
+
+def test_readme_settings_table_has_every_setting_with_its_default() -> None:
+    table = _section("Every setting")
+    rows = dict(re.findall(r"^\|\s*`([^`]+)`\s*\|\s*`([^`]*)`", table, re.MULTILINE))
+    defaults = settings_to_builtins(Settings())
+    for group, values in defaults.items():
+        for key, value in values.items():
+            name = f"{group}.{key}"
+            assert name in rows, f"setting {name} is not documented"
+            assert json.loads(rows[name]) == value, (
+                f"{name}: README says {rows[name]}, the default is {json.dumps(value)}"
+            )
