@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from typing import Final
+from typing import Final, Protocol, TypeVar
 
 import msgspec
 
@@ -81,8 +81,20 @@ def iso_to_ms(timestamp: str) -> int | None:
     return (moment - _EPOCH) // _ONE_MS
 
 
-def path_to(leaf: Entry, by_id: Mapping[str, Entry]) -> list[Entry]:
-    """Root-first path ending at ``leaf``; stops at a missing parent or a cycle."""
+class _Linked(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def parent_id(self) -> str | None: ...
+
+
+LinkedT = TypeVar("LinkedT", bound=_Linked)
+
+
+def path_to(leaf: LinkedT, by_id: Mapping[str, LinkedT]) -> list[LinkedT]:
+    """Root-first path ending at ``leaf`` (entries or index records); stops at a
+    missing parent or a cycle."""
     path = [leaf]
     seen = {leaf.id}
     parent_id = leaf.parent_id

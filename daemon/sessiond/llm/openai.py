@@ -7,15 +7,16 @@ ignores ``stream`` and sends one JSON ``chat.completion`` is accepted too.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from contextlib import aclosing
 
 import msgspec
 
-from sessiond.llm.base import Completion, CompletionRequest, ProgressCallback, ProgressMeter, Usage
+from sessiond.llm.base import Completion, CompletionRequest, ProgressMeter, Usage
 from sessiond.llm.errors import ProviderError, classify, scrub
 from sessiond.llm.sse import PlainBody, decode_body
-from sessiond.llm.transport import MAX_BODY_BYTES, StallWatch, post, status_error, url_host
+from sessiond.llm.streaming import StreamingSummarizer
+from sessiond.llm.transport import MAX_BODY_BYTES, StallWatch, url_host
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -111,33 +112,12 @@ class _StreamState:
         return progressed
 
 
-class OpenAIChatSummarizer:
-    def __init__(
-        self,
-        *,
-        model: str,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        timeout_s: float = 120.0,
-        reasoning: bool = False,
-        headers: Mapping[str, str] | None = None,
-        label: str | None = None,
-    ) -> None:
-        self.model = model
-        self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
-        self._api_key = api_key
-        self.timeout_s = timeout_s
-        self.reasoning = reasoning
-        # Lower-cased so that ours replace, not duplicate, a configured "Authorization".
-        self._headers = {k.lower(): v for k, v in (headers or {}).items()}
-        self.label = label or f"openai/{model}"
+class OpenAIChatSummarizer(StreamingSummarizer):
+    default_base_url = DEFAULT_BASE_URL
+    provider = "openai"
 
-    def __repr__(self) -> str:  # the key stays out of reprs, hence out of logs
-        return f"OpenAIChatSummarizer(label={self.label!r}, base_url={self.base_url!r})"
-
-    @property
-    def _secrets(self) -> tuple[str | None, ...]:
-        return (self._api_key, *self._headers.values())
+    def _endpoint(self) -> str:
+        return f"{self.base_url}/chat/completions"
 
     def _official(self) -> bool:
         return url_host(self.base_url) == "api.openai.com"
@@ -168,22 +148,6 @@ class OpenAIChatSummarizer:
         if self._api_key:
             headers["authorization"] = f"Bearer {self._api_key}"
         return headers
-
-    async def complete(
-        self, request: CompletionRequest, progress: ProgressCallback | None = None
-    ) -> Completion:
-        url = f"{self.base_url}/chat/completions"
-        async with post(
-            url,
-            headers=self._request_headers(),
-            body=self._body(request),
-            timeout_s=self.timeout_s,
-            secrets=self._secrets,
-            model=self.label,
-        ) as response:
-            if not 200 <= response.status_code < 300:
-                raise await status_error(response, secrets=self._secrets, model=self.label)
-            return await self._read(response.aiter_lines(), ProgressMeter(progress, self.label))
 
     async def _read(self, lines: AsyncIterator[str], meter: ProgressMeter) -> Completion:
         watch = StallWatch(self.timeout_s)

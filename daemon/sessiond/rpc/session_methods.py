@@ -6,7 +6,6 @@ from pathlib import Path
 
 import msgspec
 
-from sessiond.core.describe import describe_entry
 from sessiond.errors import ConflictError, InvalidParamsError, NotAllowedError
 from sessiond.paths import check_allowed, session_dir_for
 from sessiond.server import RequestContext
@@ -15,6 +14,7 @@ from sessiond.store.listing import list_sessions
 from sessiond.store.session import SessionStore
 
 from .daemon import Daemon
+from .tree_view import tree_result
 from .types import (
     AppendedEntry,
     AppendParams,
@@ -35,11 +35,9 @@ from .types import (
     OpenSessionResult,
     PathParams,
     PathResult,
-    SessionListing,
     SessionRecovered,
     SessionRef,
     SetNameParams,
-    TreeNode,
     TreeParams,
     TreeResult,
     UserMessagesResult,
@@ -136,12 +134,7 @@ def register(daemon: Daemon) -> None:
         else:
             raise InvalidParamsError("session/list needs cwd or sessionDir")
         check_allowed(directory, roots)
-        return ListSessionsResult(
-            sessions=[
-                msgspec.convert(msgspec.to_builtins(s), SessionListing)
-                for s in list_sessions(directory)
-            ]
-        )
+        return ListSessionsResult(sessions=list_sessions(directory))
 
     @router.request("session/close", SessionRef)
     def close(ctx: RequestContext, params: SessionRef) -> CloseResult:
@@ -194,34 +187,7 @@ def register(daemon: Daemon) -> None:
 
     @router.request("session/tree", TreeParams)
     def tree(ctx: RequestContext, params: TreeParams) -> TreeResult:
-        store = daemon.actor(params.session_id).store
-        active = {record.id for record in store.leaf_view.path}
-        nodes: list[TreeNode] = []
-        roots = store.get_tree()
-        stack = list(reversed(roots))
-        while stack:
-            node = stack.pop()
-            record = node.record
-            nodes.append(
-                TreeNode(
-                    id=record.id,
-                    parent_id=record.parent_id,
-                    type=record.type,
-                    timestamp=record.timestamp,
-                    children=[child.record.id for child in node.children],
-                    role=record.role,
-                    label=node.label,
-                    label_timestamp=store.label_timestamp(record.id) if node.label else None,
-                    preview=describe_entry(store.entry_of(record), 100)
-                    if params.previews
-                    else None,
-                    active=record.id in active,
-                )
-            )
-            stack.extend(reversed(node.children))
-        return TreeResult(
-            nodes=nodes, root_ids=[node.record.id for node in roots], leaf_id=store.leaf_id
-        )
+        return tree_result(daemon.actor(params.session_id).store, previews=params.previews)
 
     @router.request("session/label", LabelParams)
     def label(ctx: RequestContext, params: LabelParams) -> AppendedEntry:

@@ -14,6 +14,7 @@ import msgspec
 
 from sessiond.core.context import ModelRef
 from sessiond.core.entries import SessionHeader
+from sessiond.store.listing import SessionSummary
 from sessiond.store.recovery import RecoveryReport
 
 PROTOCOL_VERSION = "1"
@@ -125,16 +126,8 @@ class ListSessionsParams(msgspec.Struct, kw_only=True, **_W):
     session_dir: str | None = None
 
 
-class SessionListing(msgspec.Struct, kw_only=True, **_W):
-    path: str
-    session_id: str
-    cwd: str
-    created: str
-    modified: str
-    entry_count: int
-    first_message: str
-    name: str | None = None
-    parent_session: str | None = None
+# One line of session/list: the store's summary of a session file.
+SessionListing = SessionSummary
 
 
 class ListSessionsResult(msgspec.Struct, kw_only=True, **_W):

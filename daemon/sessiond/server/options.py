@@ -1,10 +1,13 @@
-"""Command-line options of the server (transport, token, limits, logging) for the CLI to reuse.
+"""Command-line options of the server (transport, token, limits, loop, logging) for the CLI.
 
-parser = argparse.ArgumentParser()
-add_server_arguments(parser)
-args = parser.parse_args()
-configure_logging(args.log_level, args.log_file)
-endpoint = endpoint_from_args(args)
+Usage::
+
+    parser = argparse.ArgumentParser()
+    add_server_arguments(parser)
+    args = parser.parse_args()
+    configure_logging(args.log_level, args.log_file)
+    endpoint = endpoint_from_args(args)  # TransportError: print it, exit 2
+    sys.exit(RpcServer(router).run(endpoint, loop_factory=loop_factory_from_args(args)))
 """
 
 from __future__ import annotations

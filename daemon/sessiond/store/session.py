@@ -24,6 +24,7 @@ from sessiond.core.context import (
     _Unset,
     context_from_path,
     iso_to_ms,
+    path_to,
 )
 from sessiond.core.decode import NotAnEntry, decode_entry
 from sessiond.core.entries import (
@@ -453,22 +454,7 @@ class SessionStore:
             path.append(parent)
             current = parent
         else:
-            return self._path_records_guarded(leaf)
-        path.reverse()
-        return path
-
-    def _path_records_guarded(self, leaf: EntryRecord) -> list[EntryRecord]:
-        """The slow walk for files whose parent links form a cycle."""
-        path = [leaf]
-        seen = {leaf.id}
-        parent_id = leaf.parent_id
-        while parent_id is not None and parent_id not in seen:
-            parent = self._by_id.get(parent_id)
-            if parent is None:
-                break
-            path.append(parent)
-            seen.add(parent_id)
-            parent_id = parent.parent_id
+            return path_to(leaf, self._by_id)  # a cycle: the walk that watches for one
         path.reverse()
         return path
 
@@ -928,7 +914,7 @@ class SessionStore:
                     kept = records[:index]
                 self.recovery.damaged_lines.append(
                     DamagedLine(
-                        line=0,
+                        line=self._line_number_at(record.offset),
                         offset=record.offset,
                         length=record.length,
                         reason="a second session header",
@@ -943,6 +929,19 @@ class SessionStore:
             records = kept
             self._by_id = {record.id: record for record in records}
         self._records = records
+
+    def _line_number_at(self, offset: int) -> int:
+        """The 1-based number of the line at ``offset`` (counted only for damage reports)."""
+        if self._memory is not None:
+            return self._memory.count(b"\n", 0, offset) + 1
+        newlines = position = 0
+        while position < offset:
+            chunk = os.pread(self._reader(), min(8 << 20, offset - position), position)
+            if not chunk:
+                break
+            newlines += chunk.count(b"\n")
+            position += len(chunk)
+        return newlines + 1
 
     def _note_duplicates(self, records: list[EntryRecord]) -> None:
         self._duplicates = True
