@@ -50,11 +50,11 @@ def serve_ours(argv: list[str]) -> int:
         add_server_arguments,
         configure_logging,
         endpoint_from_args,
+        loop_factory_from_args,
     )
 
     parser = argparse.ArgumentParser()
     add_server_arguments(parser)
-    parser.add_argument("--uvloop", action="store_true")
     args = parser.parse_args(argv)
     configure_logging("WARNING", args.log_file)
     router = Router()
@@ -71,12 +71,9 @@ def serve_ours(argv: list[str]) -> int:
     def echo_sync(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
         return params
 
-    loop_factory = None
-    if args.uvloop:
-        import uvloop
-
-        loop_factory = uvloop.new_event_loop
-    return RpcServer(router).run(endpoint_from_args(args), loop_factory=loop_factory)
+    return RpcServer(router).run(
+        endpoint_from_args(args), loop_factory=loop_factory_from_args(args)
+    )
 
 
 def serve_pygls(argv: list[str]) -> int:
@@ -195,7 +192,7 @@ async def run_one(
 ) -> dict[str, float]:
     loop = asyncio.get_running_loop()
     script = [sys.executable, str(Path(__file__).resolve())]
-    extra = ["--uvloop"] if use_uvloop and server == "ours" else []
+    extra = ["--loop", "uvloop"] if use_uvloop and server == "ours" else []
     env = dict(os.environ, SESSIOND_TOKEN="bench-token")
     with tempfile.TemporaryDirectory() as tmp:
         if transport == "stdio":
@@ -239,12 +236,28 @@ async def run_one(
                 await client.call(method, PARAMS)
             first_answer = time.perf_counter() - started
             await sequential(client, min(500, n), method)  # warm up
+            cpu_before = _cpu_seconds(process.pid)
             seq = await sequential(client, n, method)
+            cpu_between = _cpu_seconds(process.pid)
             pipe = await pipelined(client, n, method)
-            return {"first": first_answer, "sequential": seq, "pipelined": pipe}
+            cpu_after = _cpu_seconds(process.pid)
+            return {
+                "first": first_answer,
+                "sequential": seq,
+                "pipelined": pipe,
+                "seq_cpu_us": (cpu_between - cpu_before) / n * 1e6,
+                "pipe_cpu_us": (cpu_after - cpu_between) / n * 1e6,
+            }
         finally:
             process.kill()
             process.wait()
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux ``/proc``): robust to a busy machine."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    ticks = int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _free_port() -> int:
@@ -302,15 +315,23 @@ def bench(args: argparse.Namespace) -> None:
             rows.append((server, transport, runs))
     loop_name = "uvloop" if args.uvloop else "asyncio"
     print(f"\n{args.n} requests per measurement, {args.repeat} runs, loop: {loop_name}")
+    print("req/s: median (min-max); server CPU: median microseconds of CPU per request")
     print(
         f"{'server':8} {'transport':9} {'sequential req/s':>24} {'64 in flight req/s':>24}"
-        f" {'first answer ms':>18}"
+        f" {'server CPU seq/pipe':>20} {'first answer ms':>18}"
     )
     for server, transport, runs in rows:
         seq = [r["sequential"] for r in runs]
         pipe = [r["pipelined"] for r in runs]
         first = [r["first"] * 1000 for r in runs]
-        print(f"{server:8} {transport:9} {_span(seq):>24} {_span(pipe):>24} {_span(first):>18}")
+        cpu = (
+            f"{statistics.median(r['seq_cpu_us'] for r in runs):.0f} / "
+            f"{statistics.median(r['pipe_cpu_us'] for r in runs):.0f} us"
+        )
+        print(
+            f"{server:8} {transport:9} {_span(seq):>24} {_span(pipe):>24} {cpu:>20}"
+            f" {_span(first):>18}"
+        )
 
 
 def _runner(use_uvloop: bool) -> Callable[[Any], dict[str, float]]:

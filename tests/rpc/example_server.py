@@ -32,6 +32,7 @@ from sessiond.server import (
     add_server_arguments,
     configure_logging,
     endpoint_from_args,
+    loop_factory_from_args,
 )
 
 router = Router()
@@ -209,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
             max_frame_bytes=args.max_message_bytes,
             shutdown_grace_seconds=1.0,
         )
-        return server.run(endpoint)
+        return server.run(endpoint, loop_factory=loop_factory_from_args(args))
     except TransportError as exc:  # SecurityError included
         print(f"example_server: {exc}", file=sys.stderr)
         return 2

@@ -22,7 +22,7 @@ from pygls.exceptions import (
 from pytest_lsp import ClientServerConfig
 
 from tests.rpc.harness import PlainClient
-from tests.rpc.wire_client import EXAMPLE_SERVER
+from tests.rpc.wire_client import EXAMPLE_SERVER, LOOP_ARGS
 
 LOG_FILE = Path(tempfile.mkdtemp(prefix="sessiond-rpc-e2e-")) / "server.log"
 
@@ -52,6 +52,7 @@ def client_factory() -> PlainClient:
             "--stdio",
             "--log-file",
             str(LOG_FILE),
+            *LOOP_ARGS,
         ],
         client_factory=client_factory,
     )

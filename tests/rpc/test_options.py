@@ -64,3 +64,16 @@ def test_unusable_tokens_are_refused(tmp_path: Path) -> None:
 def test_transports_are_mutually_exclusive() -> None:
     with pytest.raises(SystemExit):
         parse("--stdio", "--tcp", "1")
+
+
+def test_asyncio_is_the_default_loop_and_uvloop_is_optional() -> None:
+    from sessiond.server import TransportError, loop_factory_from_args
+
+    assert loop_factory_from_args(parse()) is None
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        with pytest.raises(TransportError, match="pip install uvloop"):
+            loop_factory_from_args(parse("--loop", "uvloop"))
+    else:
+        assert loop_factory_from_args(parse("--loop", "uvloop")) is not None

@@ -184,6 +184,12 @@ class ServerProcess:
         await self._stderr_task
 
 
+# SESSIOND_TEST_LOOP=uvloop runs the spawned servers on uvloop (an optional extra).
+LOOP_ARGS = (
+    ("--loop", os.environ["SESSIOND_TEST_LOOP"]) if "SESSIOND_TEST_LOOP" in os.environ else ()
+)
+
+
 async def spawn_server(
     *args: str, env: dict[str, str] | None = None, stdio: bool = False
 ) -> ServerProcess:
@@ -191,6 +197,7 @@ async def spawn_server(
         sys.executable,
         str(EXAMPLE_SERVER),
         *args,
+        *LOOP_ARGS,
         stdin=subprocess.PIPE if stdio else subprocess.DEVNULL,
         stdout=subprocess.PIPE if stdio else subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -6,6 +6,7 @@ import argparse
 import logging
 
 from sessiond.server import RpcServer, configure_logging, endpoint_from_args
+from sessiond.server.options import loop_factory_from_args
 from sessiond.server.transports import TransportError
 
 from . import compaction_methods, context_methods, session_methods, settings_methods, tree_methods
@@ -38,6 +39,7 @@ def serve(args: argparse.Namespace) -> int:
     configure_logging(args.log_level, args.log_file)
     try:
         endpoint = endpoint_from_args(args)
+        loop_factory = loop_factory_from_args(args)
     except TransportError as exc:
         _log.error("%s", exc)
         return 2
@@ -52,4 +54,4 @@ def serve(args: argparse.Namespace) -> int:
         on_connection=daemon.on_connection,
         max_frame_bytes=args.max_message_bytes,
     )
-    return server.run(endpoint)
+    return server.run(endpoint, loop_factory=loop_factory)
