@@ -57,6 +57,8 @@ case "${1:-}" in
     echo "== pytest"
     "$VENV/bin/python" -m pytest "$@"
     if [ "$#" -eq 0 ]; then  # with pytest arguments, only the chosen Python tests run
+      echo "== TypeScript client and VS Code extension (node --test, against the daemon)"
+      SESSIOND_VENV="$VENV" clients/run-node-tests.sh
       echo "== Neovim plugin (headless, against the daemon)"
       SESSIOND_VENV="$VENV" clients/nvim/run-tests.sh
     fi

@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "bench" / "README.md"
 PI_CLI = ROOT / "tests/parity/node_modules/@mariozechner/pi-coding-agent/dist/cli.js"
 BEGIN, END = "<!-- daemon-bench:begin -->", "<!-- daemon-bench:end -->"
+CALL_TIMEOUT = 120.0
 
 
 class Peer:
@@ -75,9 +76,18 @@ class Peer:
         return future
 
     async def call(self, message: dict[str, Any]) -> Any:
-        return await self.send(message)
+        return await asyncio.wait_for(self.send(message), CALL_TIMEOUT)
 
     async def _read(self) -> None:
+        try:
+            await self._read_answers()
+        finally:
+            # A server that exits must fail the measurement, not hang it.
+            for future in self.pending.values():
+                if not future.done():
+                    future.set_exception(RuntimeError(f"server exited: {self.process.returncode}"))
+
+    async def _read_answers(self) -> None:
         stream = self.process.stdout
         assert stream is not None
         while True:
@@ -112,6 +122,10 @@ class Peer:
     def rss_mb(self) -> float:
         status = Path(f"/proc/{self.process.pid}/status").read_text()
         return int(status.split("VmRSS:")[1].split()[0]) / 1024
+
+
+def say(what: str) -> None:
+    print(f"[daemon_bench] {what}", file=sys.stderr, flush=True)
 
 
 def isolated_env(home: Path) -> dict[str, str]:
@@ -163,12 +177,29 @@ async def pi_peer(env: dict[str, str], session: Path | None = None) -> tuple[Pee
     return peer, time.perf_counter() - started
 
 
+def working_copy(source: Path, directory: Path) -> Path:
+    """A copy of a cached session whose header names ``directory`` as its cwd.
+
+    pi refuses a session whose stored working directory does not exist, and the servers
+    must not leave locks or repairs in the cache.
+    """
+    copy = directory / source.name
+    with source.open("rb") as reader, copy.open("wb") as writer:
+        header = json.loads(reader.readline())
+        header["cwd"] = str(directory)
+        writer.write(json.dumps(header).encode() + b"\n")
+        shutil.copyfileobj(reader, writer, 1 << 20)
+    return copy
+
+
 async def measure(count: int, big: Path, medium: Path) -> dict[str, Any]:
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as scratch:
         home = Path(scratch)
         env = isolated_env(home)
+        big, medium = working_copy(big, home), working_copy(medium, home)
         starts = []
+        say("sessiond: start to first answer")
         for _ in range(5):
             peer, elapsed = await sessiond_peer(env)
             starts.append(elapsed)
@@ -187,10 +218,12 @@ async def measure(count: int, big: Path, medium: Path) -> dict[str, Any]:
         usage = {"method": "context/usage", "params": {"sessionId": sid}}
         append = {"method": "session/append", "params": {"sessionId": sid, "entries": [body]}}
         await peer.call(usage)
+        say("sessiond: round trips")
         results["sessiond_usage_seq"] = await rate(count, lambda: peer.call(usage))
         results["sessiond_append_seq"] = await rate(count, lambda: peer.call(append))
         results["sessiond_usage_64"] = await rate_in_flight(count * 3, lambda: peer.send(usage))
         results["sessiond_append_64"] = await rate_in_flight(count * 3, lambda: peer.send(append))
+        say("sessiond: context/build on 10k entries, open 100k")
         opened = await peer.call({"method": "session/open", "params": {"path": str(medium)}})
         medium_id = opened["result"]["sessionId"]
         build = {"method": "context/build", "params": {"sessionId": medium_id, "format": "llm"}}
@@ -208,6 +241,7 @@ async def measure(count: int, big: Path, medium: Path) -> dict[str, Any]:
 
         if PI_CLI.exists() and shutil.which("node"):
             starts = []
+            say("pi: start to first answer, round trips")
             for _ in range(3):
                 pi, elapsed = await pi_peer(env)
                 starts.append(elapsed)
@@ -219,6 +253,7 @@ async def measure(count: int, big: Path, medium: Path) -> dict[str, Any]:
             results["pi_state_seq"] = await rate(count, lambda: pi.call(state))
             results["pi_state_64"] = await rate_in_flight(count * 3, lambda: pi.send(state))
             await pi.close()
+            say("pi: get_messages on 10k entries")
             pi, _ = await pi_peer(env, medium)
             samples = []
             for _ in range(20):

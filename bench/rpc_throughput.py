@@ -30,6 +30,8 @@ from typing import Any
 import msgspec
 
 ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "bench" / "README.md"
+BEGIN, END = "<!-- rpc-bench:begin -->", "<!-- rpc-bench:end -->"
 sys.path.insert(0, str(ROOT / "daemon"))
 
 from sessiond.server.framing import FrameParser, encode_frame  # noqa: E402
@@ -302,7 +304,7 @@ async def _connect(
     raise RuntimeError("cannot connect")
 
 
-def bench(args: argparse.Namespace) -> None:
+def bench(args: argparse.Namespace) -> list[tuple[str, str, list[dict[str, float]]]]:
     rows = []
     for server in args.servers:
         for transport in args.transports:
@@ -332,6 +334,46 @@ def bench(args: argparse.Namespace) -> None:
             f"{server:8} {transport:9} {_span(seq):>24} {_span(pipe):>24} {cpu:>20}"
             f" {_span(first):>18}"
         )
+    return rows
+
+
+def write_section(
+    args: argparse.Namespace, rows: list[tuple[str, str, list[dict[str, float]]]]
+) -> None:
+    """Replace this benchmark's section of bench/README.md with a table of ``rows``."""
+    import platform
+
+    names = {"ours": "sessiond (`server/`)", "pygls": "pygls 2.1 `JsonRPCServer`"}
+    lines = [
+        f"{BEGIN}",
+        f"_Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, {os.cpu_count()} cores,"
+        f" Python {platform.python_version()}, loop {'uvloop' if args.uvloop else 'asyncio'},"
+        f" by `python -m bench.rpc_throughput --write` ({args.n:,} requests per measure,"
+        f" median of {args.repeat} runs)._",
+        "",
+        "| server | transport | sequential req/s | 64 in flight req/s"
+        " | server CPU per request (seq / pipelined) | first answer |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for server, transport, runs in rows:
+        seq = statistics.median(r["sequential"] for r in runs)
+        pipe = statistics.median(r["pipelined"] for r in runs)
+        cpu_seq = statistics.median(r["seq_cpu_us"] for r in runs)
+        cpu_pipe = statistics.median(r["pipe_cpu_us"] for r in runs)
+        first = statistics.median(r["first"] for r in runs) * 1000
+        lines.append(
+            f"| {names[server]} | {transport} | {seq:,.0f} | {pipe:,.0f}"
+            f" | {cpu_seq:.0f} / {cpu_pipe:.0f} µs | {first:.0f} ms |"
+        )
+    lines.append(END)
+    section = "\n".join(lines)
+    text = README.read_text()
+    if BEGIN in text:
+        before, _, rest = text.partition(BEGIN)
+        text = before + section + rest.partition(END)[2]
+    else:
+        text += "\n" + section + "\n"
+    README.write_text(text)
 
 
 def _runner(use_uvloop: bool) -> Callable[[Any], dict[str, float]]:
@@ -367,7 +409,11 @@ def main() -> None:
     )
     parser.add_argument("--method", default="echo", choices=["echo", "echoSync"])
     parser.add_argument("--uvloop", action="store_true")
-    bench(parser.parse_args())
+    parser.add_argument("--write", action="store_true", help="update bench/README.md")
+    args = parser.parse_args()
+    rows = bench(args)
+    if args.write:
+        write_section(args, rows)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -35,14 +36,17 @@ OUT = ROOT / "bench" / "out"
 README = ROOT / "bench" / "README.md"
 BEGIN, END = "<!-- store-bench:begin -->", "<!-- store-bench:end -->"
 
+# Peak RSS comes from VmHWM: ru_maxrss is inherited across fork and exec on Linux,
+# so a child would report its parent's high-water mark.
 _OPEN_SCRIPT = """
-import resource, sys, time
+import sys, time
 started = time.perf_counter()
 from sessiond.store.session import SessionStore
 store = SessionStore.open(sys.argv[1], readonly=True)
 context = store.build_context()
 elapsed = time.perf_counter() - started
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+status = open("/proc/self/status").read()
+peak = int(status.split("VmHWM:")[1].split()[0])
 print(f"{elapsed} {peak} {len(context.messages)} {store.entry_count}")
 """
 
@@ -87,7 +91,7 @@ def warm_measures(path: Path) -> dict[str, float]:
     results: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as scratch:
         copy = Path(scratch) / path.name
-        copy.write_bytes(path.read_bytes())
+        shutil.copyfile(path, copy)
         with SessionStore.open(copy) as store:
             store.build_context()
             samples = []

@@ -287,6 +287,21 @@ async def test_cancel_request_answers_32800_quickly(ready: Link) -> None:
     await still_serves(client)
 
 
+async def test_request_cancelled_in_the_same_read_is_still_answered(ready: Link) -> None:
+    # vscode-jsonrpc sends a request and its $/cancelRequest back to back when a token is
+    # cancelled right after the call: the handler's task is cancelled before it first runs.
+    request = {"jsonrpc": "2.0", "id": 77, "method": "sleep", "params": {"seconds": 10}}
+    cancel = {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 77}}
+    ready.client.send_raw(
+        encode_frame(msgspec.json.encode(request)) + encode_frame(msgspec.json.encode(cancel))
+    )
+    answer = await ready.client.answer(77, timeout=1)
+    assert answer["error"]["code"] == -32800
+    assert answer["error"]["data"] == {"kind": "cancelled"}
+    assert not ready.connection.busy  # the id is free again
+    await still_serves(ready.client)
+
+
 async def test_cancel_of_unknown_or_finished_request_is_harmless(ready: Link) -> None:
     ready.client.notify("$/cancelRequest", {"id": 999})
     ready.client.notify("$/cancelRequest", {"wrong": "shape"})

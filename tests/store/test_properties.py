@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessiond.core.context import build_session_context
+from sessiond.core.tokens import estimate_context_tokens
 from sessiond.store.session import SessionStore
 from sessiond.tokenizer import estimator
 
@@ -33,8 +34,10 @@ OPERATIONS = st.lists(
 )
 
 
-def apply(store: SessionStore, operations) -> None:
+def apply(store: SessionStore, operations, after_each=None) -> None:
     for kind, value in operations:
+        if after_each is not None:
+            after_each(store)
         ids = [r.id for r in store.records()]
         if kind == "user":
             store.append(user(value))
@@ -82,8 +85,6 @@ def check(store: SessionStore) -> None:
     incremental = store.build_context()
     assert incremental == reference
     chars = estimator("chars")
-    from sessiond.core.tokens import estimate_context_tokens
-
     assert store.leaf_view.estimate_context(chars) == estimate_context_tokens(
         reference.messages, chars
     )
@@ -102,6 +103,27 @@ def check(store: SessionStore) -> None:
     if path:
         assert path[-1].id == leaf and path[0].parent_id is None
         assert all(b.parent_id == a.id for a, b in itertools.pairwise(path))
+
+
+def estimate_matches_reference(store: SessionStore) -> None:
+    chars = estimator("chars")
+    leaf = store.leaf_id
+    messages = build_session_context(list(store.entries()), leaf).messages if leaf else []
+    assert store.leaf_view.estimate_context(chars) == estimate_context_tokens(messages, chars)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(OPERATIONS)
+def test_running_usage_totals_match_a_full_recount_after_every_step(operations):
+    # The view keeps running totals between calls; asking after every operation checks
+    # that appends extend them and compactions and navigation drop them.
+    with tempfile.TemporaryDirectory() as directory:
+        store = SessionStore.create("/p", session_dir=Path(directory))
+        try:
+            apply(store, operations, after_each=estimate_matches_reference)
+            estimate_matches_reference(store)
+        finally:
+            store.close()
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

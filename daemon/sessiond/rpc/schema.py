@@ -69,7 +69,9 @@ def build_schema() -> dict[str, Any]:
         entry: dict[str, Any] = {"params": params}
         entry["kind"] = "request" if result_type is not None else "notification"
         if result_type is not None:
-            entry["result"] = result
+            # A hook may answer null: "no opinion", the same as not declaring the hook.
+            nullable = name.startswith("hooks/")
+            entry["result"] = {"anyOf": [result, {"type": "null"}]} if nullable else result
         hook_table[name] = entry
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",

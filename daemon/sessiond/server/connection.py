@@ -10,6 +10,7 @@ code/kind, anything else becomes -32603 "Internal error" and is logged with its 
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 from collections.abc import Callable
@@ -94,6 +95,9 @@ class _AuthField(msgspec.Struct, rename="camel"):
     auth_token: str | None = None
 
 
+# What a decode of untrusted bytes raises: msgspec gives up on very deep nesting with a
+# RecursionError, not a DecodeError.
+_UNDECODABLE = (msgspec.DecodeError, RecursionError)
 _encoder = msgspec.json.Encoder()
 _message_decoder = msgspec.json.Decoder(IncomingMessage)
 _cancel_decoder = msgspec.json.Decoder(CancelParams)
@@ -345,7 +349,7 @@ class Connection:
     def _receive(self, body: bytes) -> None:
         try:
             message = _message_decoder.decode(body)
-        except msgspec.DecodeError:
+        except _UNDECODABLE:
             self._reject(body)
             return
         method = message.method
@@ -377,7 +381,7 @@ class Connection:
         try:
             # More than 4 bytes: neither absent nor null, so no need for decode_params' checks.
             params = spec.decoder.decode(raw) if len(raw) > 4 else spec.decode_params(raw)
-        except msgspec.DecodeError as exc:
+        except _UNDECODABLE as exc:
             self._send_error(request_id, _invalid_params(exc))
             return
         self._dispatch(spec, RequestContext(self, request_id, method, raw), params, ())
@@ -408,7 +412,7 @@ class Connection:
             return
         try:
             params = spec.decode_params(raw)
-        except msgspec.DecodeError as exc:
+        except _UNDECODABLE as exc:
             self._send_error(request_id, _invalid_params(exc))
             return
         earlier: tuple[asyncio.Task[None], ...] = ()
@@ -433,6 +437,7 @@ class Connection:
                 self._running[ctx.request_id] = task
             else:
                 self._other_tasks.add(task)
+            task.add_done_callback(functools.partial(self._request_finished, ctx))
             return
         try:
             result = spec.handler(ctx, params)
@@ -470,13 +475,19 @@ class Connection:
             self._answer_internal_error(ctx, exc)
         else:
             self._answer(ctx, result)
-        finally:
-            if ctx.request_id is None:
-                self._other_tasks.discard(asyncio.current_task())
-            else:
-                self._running.pop(ctx.request_id, None)
-            if self._input_ended and not self.busy:
-                self.close()
+
+    def _request_finished(self, ctx: RequestContext, task: asyncio.Task[None]) -> None:
+        # A task cancelled before its first step never runs its coroutine, so the
+        # except clause above cannot answer it: a request and its $/cancelRequest in
+        # one read would otherwise stay unanswered forever.
+        if task.cancelled():
+            self._answer_error(ctx, RequestCancelledError("Request cancelled"))
+        if ctx.request_id is None:
+            self._other_tasks.discard(task)
+        elif self._running.get(ctx.request_id) is task:
+            del self._running[ctx.request_id]
+        if self._input_ended and not self.busy:
+            self.close()
 
     def _answer(self, ctx: RequestContext, result: object) -> None:
         try:
@@ -541,7 +552,7 @@ class Connection:
             return
         try:
             params = spec.decode_params(raw)
-        except msgspec.DecodeError as exc:
+        except _UNDECODABLE as exc:
             log.warning("connection %s: %s: %s", self.id, method, _invalid_params(exc).message)
             return
         ctx = NotificationContext(self, method)
@@ -573,7 +584,7 @@ class Connection:
     def _cancel(self, raw: msgspec.Raw) -> None:
         try:
             request_id = _cancel_decoder.decode(raw).id
-        except msgspec.DecodeError as exc:
+        except _UNDECODABLE as exc:
             log.warning("connection %s: bad $/cancelRequest: %s", self.id, exc)
             return
         task = self._running.get(request_id)
@@ -617,7 +628,7 @@ class Connection:
             return True
         try:
             presented = _auth_decoder.decode(raw).auth_token if len(raw) else None
-        except msgspec.DecodeError:
+        except _UNDECODABLE:
             presented = None
         if presented is None:
             return False
@@ -671,7 +682,7 @@ class Connection:
                 waiter.set_result(None)
 
 
-def _invalid_params(exc: msgspec.DecodeError) -> InvalidParamsError:
+def _invalid_params(exc: Exception) -> InvalidParamsError:
     """-32602 naming the offending field: msgspec's message with ``$`` spelled ``params``."""
     text = str(exc)
     message, _, where = text.partition(" - at `")

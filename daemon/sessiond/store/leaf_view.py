@@ -54,6 +54,11 @@ class LeafView:
         self._model: ModelRef | None = None
         # Index into _context of the last assistant message with usable usage, or -1.
         self._usage_index = -1
+        # Running totals over _context, extended lazily and dropped when it is rebuilt:
+        # _prefix[key][i] is the total over _context[:i], so a usage figure costs
+        # O(records since the last call), not O(context), on every request.
+        self._prefix: dict[str, list[int]] = {}
+        self._kept_count = 0
 
     # -- keeping it current
 
@@ -102,6 +107,8 @@ class LeafView:
     def _rebuild_context(self) -> None:
         path = self.path
         compaction = self._compaction
+        # Records of _context kept from before the latest compaction (they come first).
+        self._kept_count = 0
         if compaction is None:
             self._context = [r for r in path if r.type in CONTEXT_TYPES]
         else:
@@ -114,7 +121,9 @@ class LeafView:
                     kept_from = index
                     break
             self._context = [r for r in path[kept_from:position] if r.type in CONTEXT_TYPES]
+            self._kept_count = len(self._context)
             self._context += [r for r in path[position + 1 :] if r.type in CONTEXT_TYPES]
+        self._prefix.clear()
         self._usage_index = -1
         for index in range(len(self._context) - 1, -1, -1):
             record = self._context[index]
@@ -188,42 +197,36 @@ class LeafView:
         kept messages still carry it, but it describes the context before the
         summary replaced the rest (pi's own formula counts it; ``tokensBefore``
         keeps that for parity, the live usage figures do not)."""
-        usable = self._usage_index >= 0 and not (
-            fresh and self._usage_index < self._first_after_compaction()
-        )
+        usable = self._usage_index >= 0 and not (fresh and self._usage_index < self._kept_count)
+        tokens = self._running_total(estimator.name, lambda r: self.estimate(r, estimator))
         if not usable:
-            trailing = sum(self.estimate(r, estimator) for r in self.context_records)
+            trailing = tokens[-1]
+            if self._compaction is not None:
+                trailing += self.estimate(self._compaction, estimator)
             return ContextEstimate(trailing, 0, trailing, None)
         usage = self._usage_of(self._context[self._usage_index])
         assert usage is not None
         usage_tokens = calculate_context_tokens(usage)
-        after = self._context[self._usage_index + 1 :]
-        trailing = sum(self.estimate(r, estimator) for r in after)
+        trailing = tokens[-1] - tokens[self._usage_index + 1]
         offset = 1 if self._compaction is not None else 0
-        message_index = self._message_index(self._usage_index + offset)
+        message_index = self._message_index(self._usage_index) + offset
         return ContextEstimate(usage_tokens + trailing, usage_tokens, trailing, message_index)
 
-    def _first_after_compaction(self) -> int:
-        """Index into the context records list (without the summary) of the first
-        record that comes after the latest compaction on the path."""
-        if self._compaction is None:
-            return 0
-        position = _last_index(self.path, self._compaction)
-        after = {id(r) for r in self.path[position + 1 :]}
-        for index, record in enumerate(self._context):
-            if id(record) in after:
-                return index
-        return len(self._context)
+    def _running_total(self, key: str, value: Callable[[EntryRecord], int]) -> list[int]:
+        """``_prefix[key]``, extended to cover every record of ``_context``."""
+        totals = self._prefix.setdefault(key, [0])
+        for record in self._context[len(totals) - 1 :]:
+            totals.append(totals[-1] + value(record))
+        return totals
 
-    def _message_index(self, record_index: int) -> int:
-        """Records that produce no message (an empty branch summary) shift message indices."""
-        records = self.context_records
-        skipped = sum(
-            1
-            for record in records[:record_index]
-            if record.type == "branch_summary" and self.message_of(record) is None
-        )
-        return record_index - skipped
+    def _message_index(self, context_index: int) -> int:
+        """The message index of ``_context[context_index]`` among ``_context``'s messages:
+        records that produce no message (an empty branch summary) shift it."""
+        skipped = self._running_total("silent", self._is_silent)
+        return context_index - skipped[context_index]
+
+    def _is_silent(self, record: EntryRecord) -> int:
+        return int(record.type == "branch_summary" and self.message_of(record) is None)
 
     @property
     def last_usage_record(self) -> EntryRecord | None:

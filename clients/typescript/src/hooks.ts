@@ -1,0 +1,18 @@
+import type { ClientCapabilities, ServerNotificationName, ServerRequestName } from "./generated/protocol.js";
+
+/** A hook name as `initialize.capabilities.hooks` spells it (pi's names). */
+export type HookName = NonNullable<ClientCapabilities["hooks"]>[number];
+
+interface HookSpec {
+  method: ServerRequestName | ServerNotificationName;
+  kind: "request" | "notification";
+}
+
+/** Every hook of the schema: the compiler insists on one row per name. */
+export const HOOKS = {
+  session_before_compact: { method: "hooks/session_before_compact", kind: "request" },
+  "session.compacting": { method: "hooks/session.compacting", kind: "request" },
+  session_compact: { method: "hooks/session_compact", kind: "notification" },
+  session_before_tree: { method: "hooks/session_before_tree", kind: "request" },
+  session_tree: { method: "hooks/session_tree", kind: "notification" },
+} as const satisfies Record<HookName, HookSpec>;

@@ -1,0 +1,84 @@
+import * as vscode from "vscode";
+import { needsRestart } from "./core/config.js";
+import { SessionController } from "./core/controller.js";
+import type { NavigateMode } from "./core/flows.js";
+import type { TreeItemModel } from "./core/treeModel.js";
+import { vscodeChatModels } from "./vscode/chatModel.js";
+import { readConfig } from "./vscode/config.js";
+import { createStatusBar } from "./vscode/statusBar.js";
+import { SessionTreeProvider } from "./vscode/treeView.js";
+import { vscodeUi } from "./vscode/ui.js";
+
+let controller: SessionController | undefined;
+
+export function activate(context: vscode.ExtensionContext): void {
+  const output = vscode.window.createOutputChannel("sessiond", { log: true });
+  let config = readConfig();
+  const current = new SessionController({
+    config,
+    ...(vscode.workspace.workspaceFolders?.[0] ? { cwd: vscode.workspace.workspaceFolders[0].uri.fsPath } : {}),
+    chatModels: vscodeChatModels(() => readConfig().llm),
+    log: (line) => output.info(line),
+    clientVersion: String(context.extension.packageJSON.version ?? ""),
+  });
+  controller = current;
+  const fail = (error: unknown) => {
+    output.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
+    void vscode.window.showErrorMessage(`sessiond: ${error instanceof Error ? error.message : String(error)}`);
+  };
+  const tree = new SessionTreeProvider(current, fail);
+  const view = vscode.window.createTreeView("sessiond.sessionTree", { treeDataProvider: tree, showCollapseAll: true });
+
+  const command = (id: string, run: (...args: never[]) => Promise<unknown>) =>
+    vscode.commands.registerCommand(id, (...args: never[]) => run(...args).catch(fail));
+  const navigateHere = (mode?: NavigateMode) => async (row?: TreeItemModel) => {
+    const result = await current.navigate(vscodeUi, {
+      ...(row ? { targetId: row.id } : {}),
+      ...(mode ? { mode } : {}),
+    });
+    // Navigating to a user message hands its text back for editing, as pi's editor does.
+    if (result?.editorText) {
+      const document = await vscode.workspace.openTextDocument({ content: result.editorText, language: "markdown" });
+      await vscode.window.showTextDocument(document, { preview: true });
+    }
+  };
+
+  context.subscriptions.push(
+    output,
+    tree,
+    view,
+    createStatusBar(current),
+    current.onDidChangeSession((session) => {
+      void vscode.commands.executeCommand("setContext", "sessiond.hasSession", session !== undefined);
+      view.description = session?.name ?? (session ? session.path.split(/[\\/]/).pop() : undefined);
+    }),
+    command("sessiond.openSession", async (uri?: vscode.Uri) => {
+      await current.pickAndOpen(vscodeUi, uri?.fsPath);
+    }),
+    command("sessiond.showSessionFile", async () => {
+      if (current.session)
+        await vscode.window.showTextDocument(vscode.Uri.file(current.session.path), { preview: true });
+    }),
+    command("sessiond.compact", () => current.compact(vscodeUi)),
+    command("sessiond.navigate", () => navigateHere()()),
+    command("sessiond.navigateHere", (row?: TreeItemModel) => navigateHere("plain")(row)),
+    command("sessiond.navigateHereWithSummary", (row?: TreeItemModel) => navigateHere("summary")(row)),
+    command("sessiond.refreshTree", async () => {
+      tree.refresh();
+      await current.refreshUsage();
+    }),
+    command("sessiond.restartDaemon", () => current.restart()),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (!event.affectsConfiguration("sessiond")) return;
+      const next = readConfig();
+      const restart = needsRestart(config, next);
+      config = next;
+      current.reconfigure(next, restart).catch(fail);
+    }),
+  );
+}
+
+export async function deactivate(): Promise<void> {
+  await controller?.dispose();
+  controller = undefined;
+}

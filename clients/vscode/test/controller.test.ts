@@ -1,0 +1,228 @@
+// The controller: the daemon's lifecycle, the open session, views kept in sync by notifications.
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { join } from "node:path";
+import { SessiondClient } from "@sessiond/client";
+import {
+  DEFAULT_CONFIG,
+  initializeSettings,
+  needsRestart,
+  normalizeConfig,
+  type ExtensionConfig,
+} from "../src/core/config";
+import { SessionController } from "../src/core/controller";
+import type { StatusView } from "../src/core/status";
+import {
+  SMALL_SETTINGS,
+  SMALL_WINDOW,
+  ScriptedChatModel,
+  ScriptedUi,
+  daemonCommand,
+  filledSession,
+  nextEvent,
+  sandbox,
+  socketDaemon,
+  stopProcess,
+  turn,
+  waitFor,
+  type Sandbox,
+} from "./helpers";
+
+function config(overrides: Partial<ExtensionConfig> = {}): ExtensionConfig {
+  return {
+    ...DEFAULT_CONFIG,
+    command: daemonCommand(),
+    settings: SMALL_SETTINGS,
+    contextWindow: SMALL_WINDOW,
+    ...overrides,
+  };
+}
+
+describe("configuration", () => {
+  it("normalizes hand-edited settings", () => {
+    assert.deepEqual(normalizeConfig({}), DEFAULT_CONFIG);
+    const odd = normalizeConfig({ command: [], contextWindow: -5, settings: [], llm: { enabled: "yes", vendor: 3 } });
+    assert.deepEqual(odd, DEFAULT_CONFIG);
+    assert.equal(normalizeConfig({ contextWindow: 200000.7 }).contextWindow, 200000);
+    assert.equal(normalizeConfig({ socket: "  /run/agent.sock " }).socket, "/run/agent.sock");
+  });
+
+  it("puts the client summarizer first when the editor's model is enabled", () => {
+    const user = {
+      summarizer: { candidates: [{ kind: "openai", model: "m" }, { kind: "client" }], extractiveFallback: false },
+      storage: { fsync: "always" },
+    };
+    assert.deepEqual(initializeSettings({ ...DEFAULT_CONFIG, settings: user }), user, "unchanged when disabled");
+    const enabled = initializeSettings({
+      ...DEFAULT_CONFIG,
+      settings: user,
+      llm: { enabled: true, vendor: "", family: "" },
+    });
+    assert.deepEqual(enabled, {
+      summarizer: { candidates: [{ kind: "client" }, { kind: "openai", model: "m" }], extractiveFallback: false },
+      storage: { fsync: "always" },
+    });
+    assert.deepEqual(user.summarizer.candidates.length, 2, "the user's object is not modified");
+  });
+
+  it("restarts the daemon only for what it was started with", () => {
+    const base = DEFAULT_CONFIG;
+    assert.equal(needsRestart(base, { ...base, contextWindow: 5000 }), false);
+    assert.equal(needsRestart(base, { ...base, llm: { ...base.llm, family: "x" } }), false);
+    assert.equal(needsRestart(base, { ...base, llm: { ...base.llm, enabled: true } }), true);
+    assert.equal(needsRestart(base, { ...base, settings: { compaction: { enabled: false } } }), true);
+    assert.equal(needsRestart(base, { ...base, command: ["other"] }), true);
+    assert.equal(needsRestart(base, { ...base, socket: "/run/agent.sock" }), true);
+  });
+});
+
+describe("SessionController", () => {
+  let box: Sandbox;
+  let controller: SessionController;
+  const log: string[] = [];
+  const views: StatusView[] = [];
+
+  before(() => {
+    box = sandbox();
+    controller = new SessionController({ config: config(), cwd: box.dir, env: box.env, log: (line) => log.push(line) });
+    controller.onDidChangeStatus((view) => views.push(view));
+  });
+  after(async () => {
+    await controller.dispose();
+    box.cleanup();
+  });
+
+  it("opens a session and follows its changes: tree, usage, compaction", async () => {
+    const client: SessiondClient = await controller.ensureClient();
+    const created = await filledSession(client, box.dir, 5, 900, true);
+    const opened = await controller.openSession(created.path);
+    assert.equal(opened.sessionId, created.sessionId);
+    assert.equal((await controller.treeModel()).length, 10);
+    assert.match(controller.status.text, /^\$\(history\) 36% · 900\/2\.5k$/);
+
+    const treeChanged = nextEvent(controller.onDidChangeTree);
+    const usageShown = nextEvent(controller.onDidChangeStatus, (v) => v.text.includes("1.9k/2.5k"));
+    await client.append({ sessionId: created.sessionId, entries: turn(7, 1900) });
+    await treeChanged;
+    assert.ok((await usageShown).warning, "past the threshold");
+
+    views.length = 0;
+    const result = await client.turnEnded({ sessionId: created.sessionId, contextWindow: SMALL_WINDOW });
+    assert.ok(result.compaction);
+    await waitFor(
+      () => views.some((v) => /Compacted \(threshold\)/.test(v.tooltip) && !v.warning),
+      "the compaction's outcome",
+    );
+    assert.ok(
+      views.some((v) => v.text.startsWith("$(sync~spin) Compacting")),
+      "the spinner was shown while it ran",
+    );
+    assert.ok((await controller.treeModel()).some((row) => row.kind === "compaction"));
+  });
+
+  it("runs the compact and navigate commands through the Ui", async () => {
+    const client = await controller.ensureClient();
+    const created = await filledSession(client, box.dir, 6, 1500, true);
+    await controller.openSession(created.path);
+    views.length = 0;
+    const compacted = await controller.compact(new ScriptedUi({ input: "" }));
+    assert.ok(compacted);
+    assert.ok(
+      views.some((v) => v.text.startsWith("$(sync~spin)")),
+      "progress reached the status",
+    );
+
+    const ui = new ScriptedUi();
+    const navigated = await controller.navigate(ui, { targetId: created.ids[1]!, mode: "plain" });
+    assert.equal(navigated?.leafId, created.ids[1]);
+    const rows = await controller.treeModel();
+    assert.equal(rows.find((r) => r.leaf)?.id, created.ids[1]);
+  });
+
+  it("comes back after the daemon dies, reopening the session", async () => {
+    const client = await controller.ensureClient();
+    const session = controller.session!;
+    const down = nextEvent(controller.onDidChangeStatus, (v) => v.text.includes("debug-disconnect"));
+    client.process!.kill("SIGKILL");
+    const view = await down;
+    assert.match(view.tooltip, /SIGKILL/);
+    assert.ok(log.some((line) => line.startsWith("sessiond stopped:")));
+
+    const again = await controller.ensureClient();
+    assert.notEqual(again, client);
+    assert.equal(controller.session?.path, session.path);
+    assert.ok((await controller.treeModel()).length > 0, "the reopened session has its entries");
+    assert.match(controller.status.text, /^\$\(history\) /);
+  });
+
+  it("asks for a session before commands that need one", async () => {
+    const empty = new SessionController({ config: config(), cwd: box.dir, env: box.env });
+    try {
+      const ui = new ScriptedUi();
+      assert.equal(await empty.compact(ui), undefined);
+      assert.match(ui.infos[0] ?? "", /Open a session first/);
+      assert.deepEqual(await empty.treeModel(), []);
+    } finally {
+      await empty.dispose();
+    }
+  });
+});
+
+describe("SessionController on an agent's daemon (sessiond.socket)", () => {
+  it("follows the session an agent writes, and leaves the daemon running", async () => {
+    const box = sandbox();
+    const socket = join(box.dir, "run", "agent.sock");
+    const daemon = await socketDaemon(box, socket);
+    const agent = new SessiondClient();
+    const controller = new SessionController({ config: config({ socket, command: ["/nonexistent"] }), cwd: box.dir });
+    try {
+      await agent.connect({ socket });
+      await agent.initialize({ clientInfo: { name: "agent" }, settings: SMALL_SETTINGS });
+      const session = await filledSession(agent, box.dir, 3, 600, true);
+
+      const opened = await controller.openSession(session.path);
+      assert.equal(opened.sessionId, session.sessionId, "one daemon, one session");
+      const redraw = nextEvent(controller.onDidChangeTree);
+      await agent.append({ sessionId: session.sessionId, entries: turn(5, 2000) });
+      await redraw;
+      assert.equal((await controller.treeModel()).length, 8);
+
+      const outcome = nextEvent(controller.onDidChangeStatus, (v) => /Compacted \(threshold\)/.test(v.tooltip));
+      const result = await agent.turnEnded({ sessionId: session.sessionId, contextWindow: SMALL_WINDOW });
+      assert.ok(result.compaction, "the agent's daemon compacted");
+      await outcome;
+
+      await controller.dispose();
+      assert.equal((await agent.contextUsage({ sessionId: session.sessionId })).contextWindow > 0, true, "the agent carries on");
+    } finally {
+      await controller.dispose();
+      await agent.dispose();
+      await stopProcess(daemon);
+      box.cleanup();
+    }
+  });
+});
+
+describe("SessionController with the editor's language model", () => {
+  it("summarizes through the chat model when enabled", async () => {
+    const box = sandbox();
+    const model = new ScriptedChatModel({ chunks: ["## Goal\nSummary by the editor's model."] });
+    const controller = new SessionController({
+      config: config({ llm: { enabled: true, vendor: "", family: "" } }),
+      cwd: box.dir,
+      env: box.env,
+      chatModels: async () => model,
+    });
+    try {
+      const client = await controller.ensureClient();
+      const created = await filledSession(client, box.dir, 6, 1500, true);
+      await controller.openSession(created.path);
+      const result = await controller.compact(new ScriptedUi({ input: "" }));
+      assert.match(String(result?.entry.summary), /Summary by the editor's model\./);
+      assert.equal(model.requests.length >= 1, true);
+    } finally {
+      await controller.dispose();
+      box.cleanup();
+    }
+  });
+});

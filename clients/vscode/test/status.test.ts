@@ -1,0 +1,129 @@
+// The status bar text: usage, compaction progress and outcomes.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { Usage } from "@sessiond/client";
+import {
+  INITIAL_STATUS,
+  formatTokens,
+  reduceStatus,
+  renderStatus,
+  type StatusEvent,
+  type StatusState,
+} from "../src/core/status";
+
+const usage = (tokens: number, window = 128000, shouldCompact = false): Usage => ({
+  tokens,
+  contextWindow: window,
+  threshold: window - 16384,
+  shouldCompact,
+  percent: Math.round((10000 * tokens) / window) / 100,
+  usageTokens: tokens,
+  trailingTokens: 0,
+  estimator: "tiktoken",
+});
+
+const run = (...events: StatusEvent[]): StatusState => events.reduce(reduceStatus, INITIAL_STATUS);
+
+describe("status", () => {
+  it("formats token counts compactly", () => {
+    assert.deepEqual([0, 999, 1000, 1234, 53_210, 128_000, 1_500_000].map(formatTokens), [
+      "0",
+      "999",
+      "1k",
+      "1.2k",
+      "53.2k",
+      "128k",
+      "1.5M",
+    ]);
+  });
+
+  it("shows disconnected, then usage", () => {
+    assert.equal(renderStatus(INITIAL_STATUS).text, "$(debug-disconnect) sessiond");
+    const view = renderStatus(
+      run({ type: "connected" }, { type: "session", name: "refactor" }, { type: "usage", usage: usage(53_210) }),
+    );
+    assert.equal(view.text, "$(history) 42% · 53.2k/128k");
+    assert.match(view.tooltip, /^refactor\nContext: 53,210 of 128,000 tokens \(41\.57%\)/);
+    assert.equal(view.warning, false);
+    assert.equal(
+      renderStatus(run({ type: "connected" }, { type: "usage", usage: usage(4_000) })).text,
+      "$(history) 3.1% · 4k/128k",
+    );
+  });
+
+  it("warns past the threshold", () => {
+    const view = renderStatus(run({ type: "connected" }, { type: "usage", usage: usage(120_000, 128_000, true) }));
+    assert.equal(view.warning, true);
+    assert.match(view.tooltip, /\(reached\)/);
+  });
+
+  it("follows a compaction from start to outcome", () => {
+    const started = run(
+      { type: "connected" },
+      { type: "usage", usage: usage(120_000, 128_000, true) },
+      { type: "compactionStarted", event: { sessionId: "s", reason: "threshold", willRetry: false } },
+      { type: "progress", value: { kind: "begin", title: "Compacting the session" } },
+      { type: "progress", value: { kind: "report", message: "gpt: 400 characters received", percentage: 40 } },
+    );
+    const during = renderStatus(started);
+    assert.equal(during.text, "$(sync~spin) Compacting 40%…");
+    assert.match(during.tooltip, /\(threshold\): gpt: 400 characters received/);
+    const ended = reduceStatus(started, {
+      type: "compactionEnded",
+      event: {
+        sessionId: "s",
+        reason: "threshold",
+        aborted: false,
+        willRetry: false,
+        tokensBefore: 120_000,
+        tokensAfter: 20_000,
+      },
+    });
+    const after = renderStatus(reduceStatus(ended, { type: "usage", usage: usage(20_000) }));
+    assert.equal(after.text, "$(history) 16% · 20k/128k");
+    assert.match(after.tooltip, /Compacted \(threshold\): 120k → 20k tokens/);
+    assert.equal(after.warning, false);
+  });
+
+  it("keeps a failure visible as a warning, until the next compaction starts", () => {
+    const failed = run(
+      { type: "connected" },
+      { type: "usage", usage: usage(1_000) },
+      { type: "compactionStarted", event: { sessionId: "s", reason: "manual", willRetry: false } },
+      {
+        type: "compactionEnded",
+        event: {
+          sessionId: "s",
+          reason: "manual",
+          aborted: false,
+          willRetry: false,
+          errorMessage: "Summarization failed: 500",
+        },
+      },
+    );
+    assert.equal(renderStatus(failed).warning, true);
+    assert.match(renderStatus(failed).tooltip, /Compaction failed: Summarization failed: 500/);
+    const again = reduceStatus(failed, {
+      type: "compactionStarted",
+      event: { sessionId: "s", reason: "manual", willRetry: false },
+    });
+    assert.doesNotMatch(
+      renderStatus(
+        reduceStatus(again, {
+          type: "compactionEnded",
+          event: { sessionId: "s", reason: "manual", aborted: true, willRetry: false },
+        }),
+      ).tooltip,
+      /failed/,
+    );
+    assert.equal(
+      renderStatus(run({ type: "connected" }, { type: "progress", value: { kind: "report", message: "stray" } })).text,
+      "$(history) sessiond",
+      "progress outside a compaction is ignored",
+    );
+    assert.match(
+      renderStatus(reduceStatus(failed, { type: "disconnected", reason: "sessiond exited with code 1" })).tooltip,
+      /exited with code 1/,
+    );
+  });
+});
