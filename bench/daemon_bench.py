@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import shutil
 import statistics
 import sys
@@ -32,10 +31,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from bench.readme import write_section
+
 ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "bench" / "README.md"
 PI_CLI = ROOT / "tests/parity/node_modules/@mariozechner/pi-coding-agent/dist/cli.js"
-BEGIN, END = "<!-- daemon-bench:begin -->", "<!-- daemon-bench:end -->"
 CALL_TIMEOUT = 120.0
 
 
@@ -321,20 +320,7 @@ def main() -> int:
     print(json.dumps(results, indent=2))
     print(table(results))
     if args.write:
-        machine = (
-            f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-        )
-        section = (
-            f"{BEGIN}\n_Measured {time.strftime('%Y-%m-%d')} on {machine} by "
-            f"`python -m bench.daemon_bench --write`._\n\n{table(results)}\n{END}"
-        )
-        text = README.read_text()
-        if BEGIN in text:
-            before, _, rest = text.partition(BEGIN)
-            text = before + section + rest.partition(END)[2]
-        else:
-            text += "\n" + section + "\n"
-        README.write_text(text)
+        write_section("daemon-bench", "python -m bench.daemon_bench --write", table(results))
     return 0
 
 

@@ -30,10 +30,9 @@ from typing import Any
 import msgspec
 
 ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "bench" / "README.md"
-BEGIN, END = "<!-- rpc-bench:begin -->", "<!-- rpc-bench:end -->"
-sys.path.insert(0, str(ROOT / "daemon"))
+sys.path[:0] = [str(ROOT), str(ROOT / "daemon")]
 
+from bench.readme import write_section  # noqa: E402
 from sessiond.server.framing import FrameParser, encode_frame  # noqa: E402
 
 PARAMS = {"text": "the quick brown fox jumps over the lazy dog", "n": 42, "items": [1, 2, 3]}
@@ -337,20 +336,12 @@ def bench(args: argparse.Namespace) -> list[tuple[str, str, list[dict[str, float
     return rows
 
 
-def write_section(
+def write_table(
     args: argparse.Namespace, rows: list[tuple[str, str, list[dict[str, float]]]]
 ) -> None:
-    """Replace this benchmark's section of bench/README.md with a table of ``rows``."""
-    import platform
-
+    """This benchmark's section of bench/README.md: a table of ``rows``."""
     names = {"ours": "sessiond (`server/`)", "pygls": "pygls 2.1 `JsonRPCServer`"}
     lines = [
-        f"{BEGIN}",
-        f"_Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, {os.cpu_count()} cores,"
-        f" Python {platform.python_version()}, loop {'uvloop' if args.uvloop else 'asyncio'},"
-        f" by `python -m bench.rpc_throughput --write` ({args.n:,} requests per measure,"
-        f" median of {args.repeat} runs)._",
-        "",
         "| server | transport | sequential req/s | 64 in flight req/s"
         " | server CPU per request (seq / pipelined) | first answer |",
         "|---|---|---:|---:|---:|---:|",
@@ -365,15 +356,13 @@ def write_section(
             f"| {names[server]} | {transport} | {seq:,.0f} | {pipe:,.0f}"
             f" | {cpu_seq:.0f} / {cpu_pipe:.0f} µs | {first:.0f} ms |"
         )
-    lines.append(END)
-    section = "\n".join(lines)
-    text = README.read_text()
-    if BEGIN in text:
-        before, _, rest = text.partition(BEGIN)
-        text = before + section + rest.partition(END)[2]
-    else:
-        text += "\n" + section + "\n"
-    README.write_text(text)
+    conditions = (
+        f"loop {'uvloop' if args.uvloop else 'asyncio'}, {args.n:,} requests per measure,"
+        f" median of {args.repeat} runs"
+    )
+    write_section(
+        "rpc-bench", "python -m bench.rpc_throughput --write", "\n".join(lines), conditions
+    )
 
 
 def _runner(use_uvloop: bool) -> Callable[[Any], dict[str, float]]:
@@ -413,7 +402,7 @@ def main() -> None:
     args = parser.parse_args()
     rows = bench(args)
     if args.write:
-        write_section(args, rows)
+        write_table(args, rows)
 
 
 if __name__ == "__main__":

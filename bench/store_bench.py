@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import resource
 import shutil
 import statistics
@@ -31,10 +29,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.readme import write_section
+
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
-README = ROOT / "bench" / "README.md"
-BEGIN, END = "<!-- store-bench:begin -->", "<!-- store-bench:end -->"
 
 # Peak RSS comes from VmHWM: ru_maxrss is inherited across fork and exec on Linux,
 # so a child would report its parent's high-water mark.
@@ -171,19 +169,7 @@ def table(rows: list[dict[str, object]]) -> str:
 
 
 def write_readme(rows: list[dict[str, object]]) -> None:
-    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-    section = (
-        f"{BEGIN}\n_Measured {time.strftime('%Y-%m-%d')} on {machine} by "
-        f"`python -m bench.store_bench --write`._\n\n{table(rows)}\n{END}"
-    )
-    text = README.read_text() if README.exists() else ""
-    if BEGIN in text and END in text:
-        before, _, rest = text.partition(BEGIN)
-        _, _, after = rest.partition(END)
-        text = before + section + after
-    else:
-        text += "\n" + section + "\n"
-    README.write_text(text)
+    write_section("store-bench", "python -m bench.store_bench --write", table(rows))
 
 
 def main() -> int:

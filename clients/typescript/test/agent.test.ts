@@ -1,14 +1,9 @@
 // The pi event bridge: message_end appends, agent_end runs the end-of-turn checks.
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
-import {
-  AgentSessionBridge,
-  isSessiondError,
-  type AgentEvent,
-  type SessiondClient,
-  type ToolResultMessage,
-} from "@sessiond/client";
-import { SMALL_WINDOW, assistantMessage, startDaemon, userMessage, type Started } from "./helpers";
+import { describe, it } from "node:test";
+import { AgentSessionBridge, isSessiondError, type AgentEvent, type ToolResultMessage } from "@sessiond/client";
+import { SMALL_CONTEXT_WINDOW, assistantMessage, userMessage } from "@sessiond/client/testing";
+import { suiteDaemon } from "./helpers";
 
 function toolResult(id: string, text: string): ToolResultMessage {
   return {
@@ -48,14 +43,8 @@ function agentRun(i: number, tokens: number): AgentEvent[] {
 }
 
 describe("AgentSessionBridge", () => {
-  let daemon: Started;
-  let client: SessiondClient;
-
-  before(async () => {
-    daemon = await startDaemon();
-    client = daemon.client;
-  });
-  after(() => daemon.stop());
+  const daemon = suiteDaemon();
+  const { client } = daemon;
 
   it("persists user, assistant and toolResult messages in order, even when not awaited", async () => {
     const { sessionId } = await client.newSession({ cwd: daemon.sandbox.dir });
@@ -113,7 +102,7 @@ describe("AgentSessionBridge", () => {
 
   it("answers agent_end with continue and a prompt after a threshold compaction", async () => {
     const { sessionId } = await client.newSession({ cwd: daemon.sandbox.dir });
-    const bridge = new AgentSessionBridge(client, sessionId, { contextWindow: () => SMALL_WINDOW });
+    const bridge = new AgentSessionBridge(client, sessionId, { contextWindow: () => SMALL_CONTEXT_WINDOW });
     let last;
     for (let i = 0; i < 4; i++) {
       for (const event of agentRun(i, 400 * (i + 1))) last = await bridge.handle(event);

@@ -1,6 +1,6 @@
 // Compaction: the threshold check at the end of a turn, hooks, llm/complete, progress, cancellation.
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import {
   CancellationTokenSource,
   isSessiondError,
@@ -10,10 +10,10 @@ import {
   type CompactHookParams,
   type CompactingHookResult,
   type CompletionRequest,
-  type SessiondClient,
   type WorkDoneProgress,
 } from "@sessiond/client";
-import { SMALL_WINDOW, delay, record, startDaemon, turn, waitFor, type Started } from "./helpers";
+import { SMALL_CONTEXT_WINDOW, turn, waitFor } from "@sessiond/client/testing";
+import { delay, record, suiteDaemon } from "./helpers";
 
 /** What the hooks of the test client do; each test sets what it needs. */
 interface Behaviour {
@@ -23,28 +23,22 @@ interface Behaviour {
 }
 
 describe("compaction", () => {
-  let daemon: Started;
-  let client: SessiondClient;
   let behaviour: Behaviour = {};
   const compacted: CompactHookParams[] = [];
   const llmRequests: CompletionRequest[] = [];
-
-  before(async () => {
-    daemon = await startDaemon({}, (c) => {
-      c.onBeforeCompact((params) => behaviour.beforeCompact?.(params));
-      c.onCompacting(() => behaviour.compacting);
-      c.onSessionCompact((params) => compacted.push(params));
-      c.onLlmComplete((params, token) => {
-        llmRequests.push(params);
-        if (!behaviour.llm) throw new Error("no model in this test");
-        return behaviour.llm(params, token);
-      });
+  const daemon = suiteDaemon({}, (c) => {
+    c.onBeforeCompact((params) => behaviour.beforeCompact?.(params));
+    c.onCompacting(() => behaviour.compacting);
+    c.onSessionCompact((params) => compacted.push(params));
+    c.onLlmComplete((params, token) => {
+      llmRequests.push(params);
+      if (!behaviour.llm) throw new Error("no model in this test");
+      return behaviour.llm(params, token);
     });
-    client = daemon.client;
   });
-  after(() => daemon.stop());
+  const { client } = daemon;
 
-  /** A session whose last assistant message reports `lastTokens` of a SMALL_WINDOW context. */
+  /** A session whose last assistant message reports `lastTokens` of a SMALL_CONTEXT_WINDOW context. */
   async function filledSession(turns: number, lastTokens: number): Promise<string> {
     const { sessionId } = await client.newSession({ cwd: daemon.sandbox.dir });
     for (let i = 0; i < turns; i++) {
@@ -69,12 +63,12 @@ describe("compaction", () => {
     const changed = record(client.onSessionChanged);
     const progress: WorkDoneProgress[] = [];
 
-    const quiet = await client.turnEnded({ sessionId, contextWindow: 10 * SMALL_WINDOW });
+    const quiet = await client.turnEnded({ sessionId, contextWindow: 10 * SMALL_CONTEXT_WINDOW });
     assert.equal(quiet.action, "none", "below the threshold of a big window nothing happens");
     assert.equal(quiet.compaction ?? null, null);
 
     const result = await client.turnEnded(
-      { sessionId, contextWindow: SMALL_WINDOW },
+      { sessionId, contextWindow: SMALL_CONTEXT_WINDOW },
       { onProgress: (value) => progress.push(value) },
     );
     assert.equal(result.action, "continue");

@@ -1,27 +1,21 @@
 // Requests on one daemon: lifecycle, sessions, context, errors with data.kind.
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import {
   HOOKS,
   METHOD_NAMES,
   METHOD_WRAPPERS,
   NOTIFICATION_NAMES,
   PROTOCOL_VERSION,
-  SessiondClient,
   SessiondError,
   isSessiondError,
 } from "@sessiond/client";
-import { assistantMessage, nextEvent, startDaemon, turn, userMessage, type Started } from "./helpers";
+import { assistantMessage, nextEvent, turn, userMessage } from "@sessiond/client/testing";
+import { suiteDaemon } from "./helpers";
 
 describe("a session over stdio", () => {
-  let daemon: Started;
-  let client: SessiondClient;
-
-  before(async () => {
-    daemon = await startDaemon();
-    client = daemon.client;
-  });
-  after(() => daemon.stop());
+  const daemon = suiteDaemon();
+  const { client } = daemon;
 
   it("initializes against a daemon serving exactly the schema's methods, notifications and hooks", async () => {
     const { serverInfo, protocolVersion, capabilities } = daemon.initialized;

@@ -1,63 +1,34 @@
 // Unix socket and TCP transports, several clients, and the lifecycle around the process.
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { SessiondClient, isSessiondError } from "@sessiond/client";
 import {
-  daemonCommand,
-  daemonCommandFor,
+  createSandbox,
   nextEvent,
-  sandbox,
-  startDaemon,
+  startListeningDaemon,
   turn,
   waitFor,
+  type ListeningDaemon,
   type Sandbox,
-} from "./helpers";
-
-/** Starts a listening daemon and resolves with what it announced ("unix PATH", "tcp HOST:PORT"). */
-async function listeningDaemon(box: Sandbox, transport: string[], env: NodeJS.ProcessEnv = {}) {
-  const [file, ...args] = daemonCommandFor(...transport);
-  const child = spawn(file!, args, { env: { ...box.env, ...env }, stdio: ["ignore", "ignore", "pipe"] });
-  let output = "";
-  const where = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the daemon did not listen; it said:\n${output}`)), 15000);
-    child.stderr!.on("data", (chunk: Buffer) => {
-      output += chunk.toString();
-      const found = /listening on (\S+ \S+)/.exec(output);
-      if (found) {
-        clearTimeout(timer);
-        resolve(found[1]!);
-      }
-    });
-    child.once("exit", (code) => reject(new Error(`the daemon exited (${code}):\n${output}`)));
-  });
-  return { child, where };
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-  child.kill("SIGTERM");
-  await exited;
-}
+} from "@sessiond/client/testing";
+import { daemonCommand, startDaemon } from "./helpers";
 
 describe("over a Unix socket", () => {
   let box: Sandbox;
-  let daemon: ChildProcess;
+  let daemon: ListeningDaemon;
   let socket: string;
   const clients: SessiondClient[] = [];
 
   before(async () => {
-    box = sandbox();
+    box = createSandbox();
     socket = join(box.dir, "run", "test.sock");
-    const started = await listeningDaemon(box, ["--socket", socket]);
-    daemon = started.child;
-    assert.equal(started.where, `unix ${socket}`);
+    daemon = await startListeningDaemon(daemonCommand("--socket", socket), { env: box.env });
+    assert.equal(daemon.address, `unix ${socket}`);
   });
   after(async () => {
     await Promise.all(clients.map((c) => c.dispose()));
-    await stop(daemon);
+    await daemon.stop();
     box.cleanup();
   });
 
@@ -100,20 +71,21 @@ describe("over a Unix socket", () => {
 
 describe("over TCP", () => {
   let box: Sandbox;
-  let daemon: ChildProcess;
+  let daemon: ListeningDaemon;
   let port: number;
   const token = "test-token-0123456789";
 
   before(async () => {
-    box = sandbox();
-    const started = await listeningDaemon(box, ["--tcp", "127.0.0.1:0"], { SESSIOND_TOKEN: token });
-    daemon = started.child;
-    const match = /^tcp 127\.0\.0\.1:(\d+)$/.exec(started.where);
-    assert.ok(match, started.where);
+    box = createSandbox();
+    daemon = await startListeningDaemon(daemonCommand("--tcp", "127.0.0.1:0"), {
+      env: { ...box.env, SESSIOND_TOKEN: token },
+    });
+    const match = /^tcp 127\.0\.0\.1:(\d+)$/.exec(daemon.address);
+    assert.ok(match, daemon.address);
     port = Number(match[1]);
   });
   after(async () => {
-    await stop(daemon);
+    await daemon.stop();
     box.cleanup();
   });
 
@@ -160,7 +132,7 @@ describe("the daemon process", () => {
 
   it("rejects pending requests with kind disconnected when the daemon dies", async () => {
     let hookCalled = false;
-    const box = sandbox();
+    const box = createSandbox();
     const client = new SessiondClient();
     client.onBeforeCompact(() => {
       hookCalled = true;

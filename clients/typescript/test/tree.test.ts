@@ -1,33 +1,27 @@
 // Tree navigation: branches, branch summaries, the before_tree hook, labels.
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import {
   isSessiondError,
   type BeforeTreeHookParams,
   type BeforeTreeHookResult,
-  type SessiondClient,
   type TreeHookParams,
 } from "@sessiond/client";
-import { delay, nextEvent, startDaemon, turn, type Started } from "./helpers";
+import { nextEvent, turn } from "@sessiond/client/testing";
+import { delay, suiteDaemon } from "./helpers";
 
 describe("tree navigation", () => {
-  let daemon: Started;
-  let client: SessiondClient;
   let answer: (params: BeforeTreeHookParams) => BeforeTreeHookResult | undefined = () => undefined;
   const asked: BeforeTreeHookParams[] = [];
   const told: TreeHookParams[] = [];
-
-  before(async () => {
-    daemon = await startDaemon({}, (c) => {
-      c.onBeforeTree((params) => {
-        asked.push(params);
-        return answer(params);
-      });
-      c.onSessionTree((params) => told.push(params));
+  const daemon = suiteDaemon({}, (c) => {
+    c.onBeforeTree((params) => {
+      asked.push(params);
+      return answer(params);
     });
-    client = daemon.client;
+    c.onSessionTree((params) => told.push(params));
   });
-  after(() => daemon.stop());
+  const { client } = daemon;
 
   /** Two turns, then back to the first assistant answer and a second branch of one turn. */
   async function branchedSession() {

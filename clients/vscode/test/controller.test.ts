@@ -13,27 +13,22 @@ import {
 import { SessionController } from "../src/core/controller";
 import type { StatusView } from "../src/core/status";
 import {
-  SMALL_SETTINGS,
-  SMALL_WINDOW,
-  ScriptedChatModel,
-  ScriptedUi,
-  daemonCommand,
-  filledSession,
+  SMALL_COMPACTION_SETTINGS,
+  SMALL_CONTEXT_WINDOW,
+  createSandbox,
   nextEvent,
-  sandbox,
-  socketDaemon,
-  stopProcess,
-  turn,
+  startListeningDaemon,
   waitFor,
   type Sandbox,
-} from "./helpers";
+} from "@sessiond/client/testing";
+import { ScriptedChatModel, ScriptedUi, daemonCommand, filledSession, turn } from "./helpers";
 
 function config(overrides: Partial<ExtensionConfig> = {}): ExtensionConfig {
   return {
     ...DEFAULT_CONFIG,
     command: daemonCommand(),
-    settings: SMALL_SETTINGS,
-    contextWindow: SMALL_WINDOW,
+    settings: SMALL_COMPACTION_SETTINGS,
+    contextWindow: SMALL_CONTEXT_WINDOW,
     ...overrides,
   };
 }
@@ -83,7 +78,7 @@ describe("SessionController", () => {
   const views: StatusView[] = [];
 
   before(() => {
-    box = sandbox();
+    box = createSandbox();
     controller = new SessionController({ config: config(), cwd: box.dir, env: box.env, log: (line) => log.push(line) });
     controller.onDidChangeStatus((view) => views.push(view));
   });
@@ -107,7 +102,7 @@ describe("SessionController", () => {
     assert.ok((await usageShown).warning, "past the threshold");
 
     views.length = 0;
-    const result = await client.turnEnded({ sessionId: created.sessionId, contextWindow: SMALL_WINDOW });
+    const result = await client.turnEnded({ sessionId: created.sessionId, contextWindow: SMALL_CONTEXT_WINDOW });
     assert.ok(result.compaction);
     await waitFor(
       () => views.some((v) => /Compacted \(threshold\)/.test(v.tooltip) && !v.warning),
@@ -170,14 +165,15 @@ describe("SessionController", () => {
 
 describe("SessionController on an agent's daemon (sessiond.socket)", () => {
   it("follows the session an agent writes, and leaves the daemon running", async () => {
-    const box = sandbox();
+    const box = createSandbox();
     const socket = join(box.dir, "run", "agent.sock");
-    const daemon = await socketDaemon(box, socket);
+    const daemon = await startListeningDaemon(daemonCommand("--socket", socket), { env: box.env });
+    assert.equal(daemon.address, `unix ${socket}`);
     const agent = new SessiondClient();
     const controller = new SessionController({ config: config({ socket, command: ["/nonexistent"] }), cwd: box.dir });
     try {
       await agent.connect({ socket });
-      await agent.initialize({ clientInfo: { name: "agent" }, settings: SMALL_SETTINGS });
+      await agent.initialize({ clientInfo: { name: "agent" }, settings: SMALL_COMPACTION_SETTINGS });
       const session = await filledSession(agent, box.dir, 3, 600, true);
 
       const opened = await controller.openSession(session.path);
@@ -188,7 +184,7 @@ describe("SessionController on an agent's daemon (sessiond.socket)", () => {
       assert.equal((await controller.treeModel()).length, 8);
 
       const outcome = nextEvent(controller.onDidChangeStatus, (v) => /Compacted \(threshold\)/.test(v.tooltip));
-      const result = await agent.turnEnded({ sessionId: session.sessionId, contextWindow: SMALL_WINDOW });
+      const result = await agent.turnEnded({ sessionId: session.sessionId, contextWindow: SMALL_CONTEXT_WINDOW });
       assert.ok(result.compaction, "the agent's daemon compacted");
       await outcome;
 
@@ -197,7 +193,7 @@ describe("SessionController on an agent's daemon (sessiond.socket)", () => {
     } finally {
       await controller.dispose();
       await agent.dispose();
-      await stopProcess(daemon);
+      await daemon.stop();
       box.cleanup();
     }
   });
@@ -205,7 +201,7 @@ describe("SessionController on an agent's daemon (sessiond.socket)", () => {
 
 describe("SessionController with the editor's language model", () => {
   it("summarizes through the chat model when enabled", async () => {
-    const box = sandbox();
+    const box = createSandbox();
     const model = new ScriptedChatModel({ chunks: ["## Goal\nSummary by the editor's model."] });
     const controller = new SessionController({
       config: config({ llm: { enabled: true, vendor: "", family: "" } }),

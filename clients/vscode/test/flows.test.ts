@@ -3,7 +3,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { BeforeTreeHookParams, SessiondClient } from "@sessiond/client";
 import { compactFlow, navigateFlow, pickSessionFlow, type PickItem } from "../src/core/flows";
-import { ScriptedUi, filledSession, sandbox, startClient, turn, waitFor, type Sandbox } from "./helpers";
+import { createSandbox, waitFor, type Sandbox } from "@sessiond/client/testing";
+import { ScriptedUi, filledSession, startClient, turn } from "./helpers";
 
 describe("command flows", () => {
   let box: Sandbox;
@@ -13,7 +14,7 @@ describe("command flows", () => {
   const treeAsks: BeforeTreeHookParams[] = [];
 
   before(async () => {
-    box = sandbox();
+    box = createSandbox();
     client = await startClient(box, {}, (c) => {
       // Lets a test keep a compaction running until it cancels it.
       c.onBeforeCompact(async (_params, token) => {

@@ -1,91 +1,34 @@
-// Shared by the tests: the real daemon (isolated), a scripted Ui, a scripted chat model.
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { isAbsolute, join, resolve } from "node:path";
+// What only the extension's tests need on top of @sessiond/client/testing: the repository's
+// venv, sessions to show, a scripted Ui and a scripted chat model.
+import { resolve } from "node:path";
 import {
   CancellationTokenSource,
   SessiondClient,
-  splitCommandLine,
-  type AssistantMessage,
   type CancellationToken,
-  type Event,
   type InitializeOptions,
 } from "@sessiond/client";
+import {
+  SMALL_COMPACTION_SETTINGS,
+  sessiondCommand,
+  startSandboxedClient,
+  turn as testingTurn,
+  type Sandbox,
+} from "@sessiond/client/testing";
 import type { PickItem, Ui } from "../src/core/flows";
 import type { ChatMessage, ChatModel } from "../src/core/llm";
 
 /** clients/vscode/build/test -> the repository root. */
 export const repoRoot = resolve(__dirname, "..", "..", "..", "..");
 
-/** `$SESSIOND_COMMAND`, else `python -m sessiond serve --stdio` from the repo's venv (`$SESSIOND_VENV`). */
-export function daemonCommand(): string[] {
-  const configured = process.env.SESSIOND_COMMAND;
-  if (configured) return splitCommandLine(configured);
-  const venv = process.env.SESSIOND_VENV ?? ".venv";
-  return [join(isAbsolute(venv) ? venv : join(repoRoot, venv), "bin", "python"), "-m", "sessiond", "serve", "--stdio"];
+/**
+ * argv of the daemon: `$SESSIOND_COMMAND`, else the repository's venv (`$SESSIOND_VENV`,
+ * default `.venv`, relative to the repository root); `transport` instead of `--stdio`.
+ */
+export function daemonCommand(...transport: string[]): string[] {
+  return sessiondCommand({ root: repoRoot, defaultVenv: ".venv", transport });
 }
 
-/** The daemon command with another transport instead of `--stdio`. */
-export function daemonCommandFor(...transport: string[]): string[] {
-  const command = daemonCommand();
-  const stdio = command.lastIndexOf("--stdio");
-  return stdio >= 0 ? [...command.slice(0, stdio), ...transport, ...command.slice(stdio + 1)] : [...command, ...transport];
-}
-
-/** A daemon serving on a Unix socket, as an agent would run it; resolves once it listens. */
-export async function socketDaemon(box: Sandbox, socket: string): Promise<ChildProcess> {
-  const [file, ...args] = daemonCommandFor("--socket", socket);
-  const child = spawn(file!, args, { env: box.env, stdio: ["ignore", "ignore", "pipe"] });
-  let output = "";
-  await new Promise<void>((resolvePromise, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the daemon did not listen:\n${output}`)), 15000);
-    child.stderr!.on("data", (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes(`listening on unix ${socket}`)) {
-        clearTimeout(timer);
-        resolvePromise();
-      }
-    });
-    child.once("exit", (code) => reject(new Error(`the daemon exited (${code}):\n${output}`)));
-  });
-  return child;
-}
-
-export async function stopProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolvePromise) => child.once("exit", resolvePromise));
-  child.kill("SIGTERM");
-  await exited;
-}
-
-export interface Sandbox {
-  dir: string;
-  env: NodeJS.ProcessEnv;
-  cleanup(): void;
-}
-
-/** A home and XDG directories of its own, so no test touches the user's files. */
-export function sandbox(): Sandbox {
-  const dir = mkdtempSync(join(tmpdir(), "sessiond-vscode-"));
-  const env: NodeJS.ProcessEnv = { ...process.env, HOME: dir };
-  for (const [name, sub] of [
-    ["XDG_CONFIG_HOME", "config"],
-    ["XDG_DATA_HOME", "data"],
-    ["XDG_CACHE_HOME", "cache"],
-    ["XDG_STATE_HOME", "state"],
-    ["XDG_RUNTIME_DIR", "run"],
-  ] as const) {
-    mkdirSync(join(dir, sub), { mode: 0o700 });
-    env[name] = join(dir, sub);
-  }
-  return { dir, env, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
-}
-
-/** Small windows and the chars estimator: compactions after a few turns, fast and offline. */
-export const SMALL_SETTINGS = { compaction: { reserveTokens: 1000, keepRecentTokens: 300, tokenEstimator: "chars" } };
-export const SMALL_WINDOW = 2500;
-
+/** A client on a daemon in `box` (which the caller removes), with the small compaction settings. */
 export async function startClient(
   box: Sandbox,
   options: InitializeOptions = {},
@@ -93,48 +36,20 @@ export async function startClient(
 ): Promise<SessiondClient> {
   const client = new SessiondClient();
   prepare(client);
-  try {
-    await client.start({ command: daemonCommand(), env: box.env, cwd: box.dir });
-    await client.initialize({ clientInfo: { name: "vscode-tests" }, settings: SMALL_SETTINGS, ...options });
-  } catch (error) {
-    await client.dispose();
-    throw error;
-  }
+  const initialize = { clientInfo: { name: "vscode-tests" }, settings: SMALL_COMPACTION_SETTINGS, ...options };
+  await startSandboxedClient(initialize, { client, command: daemonCommand(), sandbox: box });
   return client;
 }
 
-export function assistantMessage(text: string, tokens: number): AssistantMessage {
-  return {
-    role: "assistant",
-    content: [{ type: "text", text }],
-    api: "test",
-    provider: "test-provider",
-    model: "test-model",
-    usage: {
-      input: tokens - 50,
-      output: 50,
-      cacheRead: 0,
-      cacheWrite: 0,
-      totalTokens: tokens,
-      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-    },
-    stopReason: "stop",
-    timestamp: Date.now(),
-  };
-}
-
-/** A user message and its answer, about 150 tokens each by the chars estimator. */
+/** A user message and its answer about the config loader, about 150 tokens by the chars estimator. */
 export function turn(i: number, tokens: number) {
-  return [
-    {
-      type: "message",
-      message: { role: "user", content: `task ${i}: ${"rename the config loader ".repeat(12)}`, timestamp: Date.now() },
-    },
-    { type: "message", message: assistantMessage(`done ${i}: ${"the loader is renamed ".repeat(12)}`, tokens) },
-  ];
+  return testingTurn(i, tokens, { user: "rename the config loader ", assistant: "the loader is renamed " });
 }
 
-/** A session with `turns` turns whose last answer reports `lastTokens` (past SMALL_WINDOW's threshold at 2000). */
+/**
+ * A session with `turns` turns whose last answer reports `lastTokens` (by default 2000, past
+ * the threshold of SMALL_CONTEXT_WINDOW).
+ */
 export async function filledSession(
   client: SessiondClient,
   cwd: string,
@@ -221,28 +136,5 @@ export class ScriptedChatModel implements ChatModel {
       return;
     }
     for (const chunk of this.behaviour.chunks ?? []) yield chunk;
-  }
-}
-
-export function nextEvent<T>(event: Event<T>, predicate: (value: T) => boolean = () => true, ms = 5000): Promise<T> {
-  return new Promise((resolvePromise, reject) => {
-    const timer = setTimeout(() => {
-      subscription.dispose();
-      reject(new Error(`no matching event within ${ms} ms`));
-    }, ms);
-    const subscription = event((value) => {
-      if (!predicate(value)) return;
-      clearTimeout(timer);
-      subscription.dispose();
-      resolvePromise(value);
-    });
-  });
-}
-
-export async function waitFor(condition: () => boolean, what: string, ms = 10000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
   }
 }

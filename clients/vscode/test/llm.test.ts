@@ -3,7 +3,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { CancellationTokenSource, isSessiondError, type SessiondClient } from "@sessiond/client";
 import { createLlmCompleteHandler, type ChatModel, type LlmCall } from "../src/core/llm";
-import { SMALL_WINDOW, ScriptedChatModel, filledSession, sandbox, startClient, waitFor, type Sandbox } from "./helpers";
+import { SMALL_CONTEXT_WINDOW, createSandbox, waitFor, type Sandbox } from "@sessiond/client/testing";
+import { ScriptedChatModel, filledSession, startClient } from "./helpers";
 
 describe("llm/complete through a chat model", () => {
   let box: Sandbox;
@@ -12,7 +13,7 @@ describe("llm/complete through a chat model", () => {
   const calls: LlmCall[] = [];
 
   before(async () => {
-    box = sandbox();
+    box = createSandbox();
     client = await startClient(box, {}, (c) =>
       c.onLlmComplete(
         createLlmCompleteHandler(
@@ -69,7 +70,7 @@ describe("llm/complete through a chat model", () => {
     model = undefined;
     const sessionId = await session(true);
     await client.updateSettings({ sessionId, settings: { retry: { enabled: false } } });
-    const result = await client.turnEnded({ sessionId, contextWindow: SMALL_WINDOW });
+    const result = await client.turnEnded({ sessionId, contextWindow: SMALL_CONTEXT_WINDOW });
     assert.ok(result.compaction, "the threshold compaction still ran");
     const context = await client.buildContext({ sessionId });
     assert.equal(context.messages[0]!.role, "compactionSummary");

@@ -3,7 +3,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { SessiondClient, TreeNode, TreeResult } from "@sessiond/client";
 import { buildTreeModel, flattenTree } from "../src/core/treeModel";
-import { SMALL_WINDOW, filledSession, sandbox, startClient, turn, type Sandbox } from "./helpers";
+import { SMALL_CONTEXT_WINDOW, createSandbox, type Sandbox } from "@sessiond/client/testing";
+import { filledSession, startClient, turn } from "./helpers";
 
 function node(id: string, parentId: string | null, children: string[], extra: Partial<TreeNode> = {}): TreeNode {
   return {
@@ -112,7 +113,7 @@ describe("buildTreeModel (real daemon)", () => {
   let client: SessiondClient;
 
   before(async () => {
-    box = sandbox();
+    box = createSandbox();
     client = await startClient(box);
   });
   after(async () => {
@@ -122,7 +123,7 @@ describe("buildTreeModel (real daemon)", () => {
 
   it("models a branched, compacted session", async () => {
     const { sessionId, ids } = await filledSession(client, box.dir, 6, 2000);
-    const compacted = await client.turnEnded({ sessionId, contextWindow: SMALL_WINDOW });
+    const compacted = await client.turnEnded({ sessionId, contextWindow: SMALL_CONTEXT_WINDOW });
     assert.ok(compacted.compaction, "a threshold compaction ran");
     await client.navigateTree({ sessionId, targetId: ids[3]! });
     const other = (await client.append({ sessionId, entries: turn(9, 300) })).ids;
