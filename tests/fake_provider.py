@@ -15,10 +15,12 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
+
+from tests.loopback_http import QuietHandler, error_body, send_body, serve, stream_text
 
 
 @dataclass
@@ -60,12 +62,7 @@ class FakeProvider:
         self.arrived = threading.Event()
         provider = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", "0"))))
                 provider.requests.append(body)
@@ -75,13 +72,7 @@ class FakeProvider:
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
                     provider.play(self, body, answer)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self.thread.start()
+        self.httpd, self.url = serve(Handler)
 
     def play(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], answer: Answer) -> None:
         if answer.hold:
@@ -90,32 +81,10 @@ class FakeProvider:
             if self.stopping.is_set():
                 return
         if answer.status != 200:
-            data = json.dumps(
-                {"error": {"message": answer.error or "failure", "type": "server_error"}}
-            ).encode()
-            handler.send_response(answer.status)
-            for name, value in answer.headers.items():
-                handler.send_header(name, value)
-            handler.send_header("content-type", "application/json")
-            handler.send_header("content-length", str(len(data)))
-            handler.end_headers()
-            handler.wfile.write(data)
+            send_body(handler, answer.status, error_body(answer.error or "failure"), answer.headers)
             return
         if body.get("stream"):
-            handler.send_response(200)
-            handler.send_header("content-type", "text/event-stream")
-            handler.send_header("transfer-encoding", "chunked")
-            handler.end_headers()
-            events = [
-                {"choices": [{"index": 0, "delta": {"content": answer.text}}]},
-                {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
-            ]
-            for event in events:
-                payload = f"data: {json.dumps(event)}\n\n".encode()
-                handler.wfile.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
-            done = b"data: [DONE]\n\n"
-            handler.wfile.write(f"{len(done):x}\r\n".encode() + done + b"\r\n0\r\n\r\n")
-            handler.wfile.flush()
+            stream_text(handler, [answer.text])
             return
         data = json.dumps(
             {
@@ -128,11 +97,7 @@ class FakeProvider:
                 ]
             }
         ).encode()
-        handler.send_response(200)
-        handler.send_header("content-type", "application/json")
-        handler.send_header("content-length", str(len(data)))
-        handler.end_headers()
-        handler.wfile.write(data)
+        send_body(handler, 200, data, {})
 
     def prompts(self) -> list[str]:
         return [request["messages"][-1]["content"] for request in self.requests]

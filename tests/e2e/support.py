@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import itertools
 import json
-import os
 import re
 import signal
 import sys
@@ -35,16 +34,13 @@ from pygls.protocol import (
     default_converter,
 )
 
-from sessiond.store.session import SessionStore
+from tests.checks import assert_no_traceback as assert_no_traceback  # noqa: PLC0414
+from tests.checks import reopen as reopen  # noqa: PLC0414
+from tests.isolation import FAST
+from tests.isolation import isolated_env as isolated_env  # noqa: PLC0414  (re-exported)
 
 SERVE = [sys.executable, "-m", "sessiond", "serve"]
 ANSWER_TIMEOUT = 10.0
-XDG_NAMES = ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR")
-# Everything the daemon might read from the environment that the tests must control.
-_DROPPED = re.compile(r"^(XDG_|SESSIOND_|OPENAI_|ANTHROPIC_)|proxy$", re.IGNORECASE)
-# A Python traceback, or a source location from one, anywhere in a message.
-TRACEBACK = re.compile(r"Traceback \(most recent call last\)|File \"[^\"]+\", line \d+")
-
 NOTIFICATIONS = (
     "session/changed",
     "session/recovered",
@@ -73,34 +69,8 @@ ALL_HOOKS = [
 # -- isolation -------------------------------------------------------------------------------------
 
 
-def isolated_env(
-    root: Path, settings: dict[str, Any] | None = None, **extra: str
-) -> dict[str, str]:
-    """An environment whose HOME and XDG directories are fresh folders under ``root``.
-
-    ``settings`` becomes the daemon's settings file (``$XDG_CONFIG_HOME/sessiond``).
-    """
-    env = {name: value for name, value in os.environ.items() if not _DROPPED.search(name)}
-    home = root / "home"
-    home.mkdir(parents=True, exist_ok=True)
-    env["HOME"] = str(home)
-    for name in XDG_NAMES:
-        directory = root / name.lower()
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        env[name] = str(directory)
-    env["PYTHONUNBUFFERED"] = "1"
-    if settings is not None:
-        config = Path(env["XDG_CONFIG_HOME"]) / "sessiond"
-        config.mkdir(parents=True, exist_ok=True)
-        target = config / "settings.json"
-        target.write_text(json.dumps(settings))
-        target.chmod(0o600)
-    env.update(extra)
-    return env
-
-
 # Settings that keep a daemon cheap to start: no tokenizer to load in the background.
-FAST_SETTINGS: dict[str, Any] = {"compaction": {"tokenEstimator": "chars"}}
+FAST_SETTINGS = FAST
 
 
 # -- a pygls client whose params and results stay plain JSON ---------------------------------------
@@ -551,16 +521,3 @@ def file_lines(path: str | Path) -> list[dict[str, Any]]:
     data = Path(path).read_bytes()
     assert data.endswith(b"\n"), "a session file ends with a newline"
     return [json.loads(line) for line in data.splitlines()]
-
-
-def reopen(path: str | Path) -> SessionStore:
-    """The file as a fresh reader sees it; it must open without any repair to report."""
-    store = SessionStore.open(path, readonly=True)
-    assert store.recovery.clean, store.recovery
-    return store
-
-
-def assert_no_traceback(messages: Iterable[Any]) -> None:
-    for message in messages:
-        text = message if isinstance(message, str) else json.dumps(message)
-        assert not TRACEBACK.search(text), f"traceback text in a message: {text[:500]}"

@@ -26,6 +26,11 @@ def _entry_decoder() -> msgspec.json.Decoder[KnownEntry]:
     return msgspec.json.Decoder(KnownEntry)
 
 
+def decode_strict_entry(line: bytes) -> KnownEntry:
+    """``line`` as a known entry, exactly by the schema (``msgspec.ValidationError`` if not)."""
+    return _entry_decoder().decode(line)
+
+
 @cache
 def _message_decoder() -> msgspec.json.Decoder[AgentMessage]:
     return msgspec.json.Decoder(AgentMessage)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 _MAX_SAFE_INTEGER = 2**53
@@ -103,3 +104,45 @@ def _write(value: Any, out: list[str]) -> None:
         out.append("]")
     else:
         out.append(json.dumps(str(value), ensure_ascii=False))
+
+
+# A JSON escape: \uXXXX (group 1 holds the hex digits) or any other backslash escape,
+# matched in order so that an escaped backslash is never taken for the start of \u.
+_JSON_ESCAPE = re.compile(rb"\\(?:u([0-9a-fA-F]{4})|.)", re.DOTALL)
+_REPLACEMENT_ESCAPE = b"\\ufffd"
+
+
+def replace_lone_surrogates(data: bytes) -> bytes:
+    """JSON text with every unpaired UTF-16 surrogate escape replaced by ``\\ufffd``.
+
+    ``JSON.stringify`` writes a string cut inside an emoji as a lone ``\\ud83d``;
+    JavaScript reads it back, strict decoders (msgspec) refuse the whole document.
+    Returns ``data`` itself when there is nothing to replace."""
+    if b"\\u" not in data and b"\\U" not in data:
+        return data
+    lone: list[tuple[int, int]] = []
+    high: re.Match[bytes] | None = None
+    for match in _JSON_ESCAPE.finditer(data):
+        digits = match.group(1)
+        unit = int(digits, 16) if digits is not None else -1
+        if high is not None:
+            if 0xDC00 <= unit <= 0xDFFF and match.start() == high.end():
+                high = None
+                continue
+            lone.append(high.span())
+            high = None
+        if 0xD800 <= unit <= 0xDBFF:
+            high = match
+        elif 0xDC00 <= unit <= 0xDFFF:
+            lone.append(match.span())
+    if high is not None:
+        lone.append(high.span())
+    if not lone:
+        return data
+    parts: list[bytes] = []
+    position = 0
+    for start, end in lone:
+        parts += [data[position:start], _REPLACEMENT_ESCAPE]
+        position = end
+    parts.append(data[position:])
+    return b"".join(parts)

@@ -45,6 +45,7 @@ from sessiond.llm.errors import (
     credentials_error,
     scrub,
     scrub_error,
+    scrub_secrets,
 )
 from sessiond.llm.extractive import MODEL_LABEL as EXTRACTIVE_LABEL
 from sessiond.llm.extractive import ExtractiveSummarizer
@@ -206,6 +207,12 @@ class SummarizerChain:
                 run.attempts.append(
                     Attempt(candidate=candidate.label, attempt=attempt + 1, outcome="ok")
                 )
+                # A model (or a proxy) can echo the key it was called with; the summary
+                # goes into the session file, where a key must never be.
+                cleaned = scrub_secrets(result.text, run.secrets)
+                if cleaned != result.text:
+                    _log.warning("summarizer %s: redacted a key in its summary", candidate.label)
+                    result = msgspec.structs.replace(result, text=cleaned)
                 return result
             record = Attempt(
                 candidate=candidate.label,

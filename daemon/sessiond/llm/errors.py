@@ -138,13 +138,18 @@ _KEY_SHAPES = re.compile(
 )
 
 
-def scrub(text: str, secrets: Iterable[str | None]) -> str:
-    """``text`` without any of ``secrets`` and without anything shaped like a key."""
+def scrub_secrets(text: str, secrets: Iterable[str | None]) -> str:
+    """``text`` without any of ``secrets`` (a summary keeps key-shaped text it is about)."""
     for secret in secrets:
         # Very short "keys" would blank out ordinary words; nobody's key is that short.
         if secret and len(secret) >= 4:
             text = text.replace(secret, _REDACTED)
-    return _KEY_SHAPES.sub(_REDACTED, text)
+    return text
+
+
+def scrub(text: str, secrets: Iterable[str | None]) -> str:
+    """``text`` without any of ``secrets`` and without anything shaped like a key."""
+    return _KEY_SHAPES.sub(_REDACTED, scrub_secrets(text, secrets))
 
 
 def scrub_error(error: ProviderError, secrets: Iterable[str | None]) -> ProviderError:

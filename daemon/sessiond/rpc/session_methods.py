@@ -65,6 +65,12 @@ def register(daemon: Daemon) -> None:
                     sessionId=already.session_id,
                 )
 
+        if roots is not None and not params.path and not params.session_dir:
+            # The default directory: refuse before SessionStore.create makes it.
+            base = settings.storage.session_dir
+            default_root = Path(base).expanduser() if base else None
+            check_allowed(session_dir_for(params.cwd, default_root), roots)
+
         def create() -> SessionStore:
             store = SessionStore.create(
                 params.cwd,

@@ -20,6 +20,7 @@ from typing import Any, Protocol, TypeVar, overload
 import msgspec
 from msgspec import UNSET
 
+from sessiond.core.jsjson import replace_lone_surrogates
 from sessiond.errors import (
     InvalidParamsError,
     InvalidRequestError,
@@ -102,6 +103,13 @@ _encoder = msgspec.json.Encoder()
 _message_decoder = msgspec.json.Decoder(IncomingMessage)
 _cancel_decoder = msgspec.json.Decoder(CancelParams)
 _auth_decoder = msgspec.json.Decoder(_AuthField)
+
+
+def _decoded(body: bytes) -> IncomingMessage | None:
+    try:
+        return _message_decoder.decode(body)
+    except _UNDECODABLE:
+        return None
 
 
 def _default_initialize(ctx: RequestContext, params: NoParams) -> dict[str, Any]:
@@ -347,9 +355,13 @@ class Connection:
     # -- dispatch --------------------------------------------------------------------------------
 
     def _receive(self, body: bytes) -> None:
-        try:
-            message = _message_decoder.decode(body)
-        except _UNDECODABLE:
+        message = _decoded(body)
+        if message is None:
+            # JavaScript clients send a string cut inside an emoji as a lone surrogate
+            # escape, which JSON.parse accepts: read it as U+FFFD rather than refuse.
+            readable = replace_lone_surrogates(body)
+            message = None if readable is body else _decoded(readable)
+        if message is None:
             self._reject(body)
             return
         method = message.method

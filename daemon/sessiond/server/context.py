@@ -42,7 +42,7 @@ class RequestContext:
             if len(self._raw_params):
                 try:
                     self._token = _token_decoder.decode(self._raw_params).work_done_token
-                except msgspec.DecodeError:
+                except (msgspec.DecodeError, RecursionError):
                     self._token = None
         return self._token
 

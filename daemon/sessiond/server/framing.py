@@ -155,12 +155,23 @@ class FrameParser:
         length, problem = _parse_header_block(block)
         if problem is not None:
             # Garbage glued to the front of a real header: drop the garbage, keep the header.
+            # The real one is the first later header start that reads as a whole header:
+            # an earlier one may be text quoted inside a damaged frame's body. A block
+            # whose first line is a good header is a bad header block, not garbage.
+            first_line = block.split(b"\n", 1)[0].rstrip(b"\r")
             start = None
-            if problem.kind is not FrameErrorKind.INVALID_HEADER:
-                start = _HEADER_START.search(block, 1)
+            if _parse_header_block(first_line)[1] is not None:
+                start = next(
+                    (
+                        found.start()
+                        for found in _HEADER_START.finditer(block, 1)
+                        if _parse_header_block(block[found.start() :])[1] is None
+                    ),
+                    None,
+                )
             if start is not None:
-                events.append(_garbage(start.start()))
-                self._pos = pos + start.start()
+                events.append(_garbage(start))
+                self._pos = pos + start
                 return True
             events.append(problem)
             self._pos = match.end()
@@ -248,7 +259,16 @@ class FrameParser:
             self._state = _State.HEADER
             return True
         if available_end - start >= self._length:
-            self._pos = start + self._length
+            stop = start + self._length
+            if buf[stop - 1] not in _BODY_ENDINGS:
+                # As in _take_body: the next header may have begun inside the skipped bytes.
+                across = self._header_across_end(start, stop)
+                if across == _UNDECIDED:
+                    self._scan_from = stop
+                    return False  # the rest of that header line decides
+                if across is not None:
+                    stop = across
+            self._pos = stop
             self._state = _State.HEADER
             return True
         # Drop what arrived but keep a short tail for the embedded-header scan.
@@ -311,12 +331,18 @@ def _garbage(count: int) -> FrameError:
     )
 
 
-def _too_large(length: int, limit: int, head: bytes | bytearray) -> FrameError:
+def leading_request_id(head: bytes | bytearray) -> int | str | None:
+    """The request id at the start of a message too big (or too deep) to decode, if it comes
+    before anything but ``jsonrpc`` and ``method``."""
     match = _LEADING_ID.match(head)
-    request_id: int | str | None = None
-    if match is not None:
-        token = match.group(1)
-        request_id = token[1:-1].decode("utf-8", "replace") if token[:1] == b'"' else int(token)
+    if match is None:
+        return None
+    token = match.group(1)
+    return token[1:-1].decode("utf-8", "replace") if token[:1] == b'"' else int(token)
+
+
+def _too_large(length: int, limit: int, head: bytes | bytearray) -> FrameError:
+    request_id = leading_request_id(head)
     return FrameError(
         FrameErrorKind.TOO_LARGE,
         f"Message of {length} bytes exceeds the limit of {limit} bytes",

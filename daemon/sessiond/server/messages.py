@@ -15,6 +15,7 @@ import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
 from sessiond.errors import InvalidRequestError, ParseError, SessiondError
+from sessiond.server.framing import leading_request_id
 
 RequestId = int | str
 JSONRPC_VERSION = "2.0"
@@ -126,10 +127,16 @@ class Diagnosis:
 
 def diagnose(body: bytes) -> Diagnosis:
     """Work out why ``body`` is not a valid message (it failed the strict decode)."""
+    err: SessiondError
     try:
         value = msgspec.json.decode(body)
+    except RecursionError:
+        # Valid JSON nested deeper than the decoder goes: answer the request if its id can
+        # be read from the start of the message.
+        err = InvalidRequestError("Invalid Request: the message is nested too deeply")
+        return Diagnosis([(leading_request_id(body), err)], problem=err.message)
     except msgspec.DecodeError as exc:
-        err: SessiondError = ParseError(f"Parse error: {exc}")
+        err = ParseError(f"Parse error: {exc}")
         return Diagnosis([(None, err)], problem=err.message)
     if isinstance(value, list):
         return _diagnose_batch(value)

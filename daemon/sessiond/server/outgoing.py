@@ -94,14 +94,17 @@ class PendingRequests:
             return False
         future = pending.future
         if error is not None:
-            data = msgspec.json.decode(error.data) if len(error.data) else None
+            try:
+                data = msgspec.json.decode(error.data) if len(error.data) else None
+            except RecursionError:  # nested too deep to decode: keep the code and message
+                data = None
             future.set_exception(
                 ClientReturnedError(pending.method, error.code, error.message, data)
             )
             return True
         try:
             future.set_result(pending.decoder.decode(result if len(result) else b"null"))
-        except msgspec.ValidationError as exc:
+        except (msgspec.ValidationError, RecursionError) as exc:
             future.set_exception(
                 ClientResultInvalid(pending.method, f"client's result for {pending.method}: {exc}")
             )

@@ -8,16 +8,27 @@ followed by an fsync of the directory. Nothing here ever writes in place.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 from collections.abc import Iterable
 from pathlib import Path
 
-from sessiond.errors import StorageError
+from sessiond.errors import InvalidParamsError, SessiondError, StorageError
 
 
 def _storage_error(action: str, path: Path, exc: OSError) -> StorageError:
     return StorageError(f"cannot {action} {path}: {exc.strerror or exc}", path=str(path))
+
+
+def path_error(action: str, path: Path, exc: OSError | ValueError) -> SessiondError:
+    """The error for a path the OS would not take. A NUL byte (Python's ValueError) or a
+    name too long is the caller's mistake, not the disk's."""
+    if isinstance(exc, ValueError) or exc.errno == errno.ENAMETOOLONG:
+        shown = str(path) if len(str(path)) <= 200 else str(path)[:200] + "..."
+        why = "contains a NUL byte" if isinstance(exc, ValueError) else "is too long for the OS"
+        return InvalidParamsError(f"cannot {action} {shown}: the path {why}", path=shown)
+    return _storage_error(action, path, exc)
 
 
 def fsync_directory(directory: Path) -> None:

@@ -13,6 +13,7 @@ from sessiond.core.entries import MessageEntry, SessionInfoEntry
 from sessiond.core.messages import UserMessage, text_of_blocks
 from sessiond.errors import InvalidSessionFileError
 
+from .fileio import path_error
 from .scan import read_session_bytes, scan
 
 
@@ -41,6 +42,8 @@ def list_sessions(directory: Path) -> list[SessionSummary]:
         candidates = sorted(directory.iterdir())
     except FileNotFoundError:
         return []
+    except (OSError, ValueError) as exc:
+        raise path_error("list", directory, exc) from None
     for path in candidates:
         if path.suffix != ".jsonl" or path.name.startswith(".") or not path.is_file():
             continue

@@ -27,7 +27,7 @@ def migrate_lines(lines: list[bytes], new_id: Callable[[set[str]], str]) -> tupl
     for line in lines:
         try:
             value = msgspec.json.decode(line)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             value = None
         parsed.append(value if isinstance(value, dict) else None)
     header_index = next(

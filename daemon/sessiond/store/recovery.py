@@ -31,6 +31,9 @@ class RecoveryReport(msgspec.Struct, rename="camel", kw_only=True, omit_defaults
     # found while opening (in an entry's id or type) or when a body was first read.
     invalid_utf8_lines: list[int] = msgspec.field(default_factory=list)
     invalid_utf8_entries: list[str] = msgspec.field(default_factory=list)
+    # Entries whose JSON holds a UTF-16 surrogate escape without its pair (JavaScript
+    # writes one for a string cut inside an emoji), read with U+FFFD in its place.
+    lone_surrogate_entries: list[str] = msgspec.field(default_factory=list)
     # Entries whose id appears more than once; the later line wins, as in pi.
     duplicate_ids: list[str] = msgspec.field(default_factory=list)
     # Entries that are JSON but not readable as their type; they stay in the tree inert.

@@ -24,6 +24,7 @@ import msgspec
 
 from sessiond.core.decode import NotAnEntry, decode_entry
 from sessiond.core.entries import CURRENT_SESSION_VERSION, SessionHeader, UnknownEntry
+from sessiond.core.jsjson import replace_lone_surrogates
 from sessiond.errors import InvalidSessionFileError, StorageError
 
 from .records import EntryRecord, MessageRole
@@ -143,7 +144,7 @@ class _Scanner:
             line_no += 1
             try:
                 record = decode(view[pos:newline])
-            except (msgspec.DecodeError, msgspec.ValidationError):
+            except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
                 self.line_no = line_no
                 self._slow_line(view[pos:newline], base + pos)
                 seq = len(records)
@@ -225,7 +226,16 @@ class _Scanner:
         except msgspec.ValidationError:
             record = _loose_record(raw)
         except msgspec.DecodeError as exc:
-            self._damaged(raw, offset, length, f"not valid JSON ({exc})")
+            readable = replace_lone_surrogates(raw)
+            record = None if readable is raw else _record_or_none(readable)
+            if record is None:
+                self._damaged(raw, offset, length, f"not valid JSON ({exc})")
+                return
+            # pi reads a lone surrogate escape; sessiond reads U+FFFD in its place.
+            self.report.lone_surrogate_entries.append(record.id)
+            raw, repaired = readable, True
+        except RecursionError:
+            self._damaged(raw, offset, length, "nested too deeply to read")
             return
         if record is None:
             self._damaged(raw, offset, length, "not an entry (no string id)")
@@ -311,7 +321,7 @@ def decode_metadata(record: EntryRecord, line: bytes, report: RecoveryReport) ->
     """Decode a label or name entry whole (the index needs its values)."""
     try:
         record.entry = decode_entry(line)
-    except (msgspec.DecodeError, NotAnEntry):
+    except (msgspec.DecodeError, NotAnEntry, RecursionError):
         record.entry = None
     if isinstance(record.entry, UnknownEntry):
         report.unreadable_entries.append(record.id)
@@ -321,7 +331,7 @@ def _loose_record(line: bytes) -> EntryRecord | None:
     """The record of a line whose fields have unexpected types (read as pi would)."""
     try:
         data = msgspec.json.decode(line)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
     if not isinstance(data, dict) or not isinstance(data.get("id"), str):
         return None
@@ -348,7 +358,18 @@ def _is_json(data: bytes) -> bool:
         msgspec.json.decode(data)
     except msgspec.DecodeError:
         return False
+    except RecursionError:
+        return True  # too deep to tell: keep it as a (damaged) line rather than cut it off
     return True
+
+
+def _record_or_none(raw: bytes) -> EntryRecord | None:
+    try:
+        return _RECORD_DECODER.decode(raw)
+    except msgspec.ValidationError:
+        return _loose_record(raw)
+    except (msgspec.DecodeError, RecursionError):
+        return None
 
 
 def _valid_utf8(data: bytes) -> bool:

@@ -386,6 +386,8 @@ export interface RecoveryReport {
   /** @default [] */
   invalidUtf8Entries?: string[];
   /** @default [] */
+  loneSurrogateEntries?: string[];
+  /** @default [] */
   duplicateIds?: string[];
   /** @default [] */
   unreadableEntries?: string[];

@@ -1,0 +1,3 @@
+from tests.fake_provider import provider
+
+__all__ = ["provider"]
