@@ -3,13 +3,15 @@
     python -m bench.daemon_bench            # needs node and `npm ci` in tests/parity
     python -m bench.daemon_bench --write    # also update bench/README.md
 
-Both servers are driven over stdio by the same minimal asyncio client (one
-process, one pipe each way); only the framing differs: pi speaks JSON lines,
-sessiond speaks Content-Length frames. Measured:
+Both servers are driven over stdio by the same minimal clients (one process, one
+pipe each way: asyncio for requests in flight, blocking for sequential ones); only
+the framing differs: pi speaks JSON lines, sessiond speaks Content-Length frames.
+Measured:
 
 - start to first answer: process spawn to the answer of the first request
   (pi: ``get_state``; sessiond: ``initialize``);
-- sequential round trips (await each): pi ``get_state``; sessiond
+- sequential round trips (each answer awaited, from a blocking client so that the
+  client's event loop is not what is timed): pi ``get_state``; sessiond
   ``context/usage`` and ``session/append``;
 - 64 requests in flight: the same requests, pipelined;
 - ``context/build`` on a 10k-entry session (pi: ``get_messages`` of that session);
@@ -22,12 +24,14 @@ import argparse
 import asyncio
 import json
 import os
+import select
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +39,11 @@ from bench.readme import write_section
 
 ROOT = Path(__file__).resolve().parent.parent
 PI_CLI = ROOT / "tests/parity/node_modules/@mariozechner/pi-coding-agent/dist/cli.js"
-CALL_TIMEOUT = 120.0
+# The whole measurement, not each call: a per-call timer (asyncio.wait_for) costs more
+# than a cheap server's answer and would be what a sequential measure measures.
+RUN_TIMEOUT = 900.0
+SESSIOND_SERVE = [sys.executable, "-m", "sessiond", "serve", "--stdio"]
+_HEADER_END = b"\r\n\r\n"
 
 
 class Peer:
@@ -75,7 +83,7 @@ class Peer:
         return future
 
     async def call(self, message: dict[str, Any]) -> Any:
-        return await asyncio.wait_for(self.send(message), CALL_TIMEOUT)
+        return await self.send(message)
 
     async def _read(self) -> None:
         try:
@@ -87,30 +95,42 @@ class Peer:
                     future.set_exception(RuntimeError(f"server exited: {self.process.returncode}"))
 
     async def _read_answers(self) -> None:
+        # Whole chunks parsed here rather than StreamReader.readline per header line: the
+        # client's cost per answer must stay small next to either server's.
         stream = self.process.stdout
         assert stream is not None
-        while True:
-            if self.framed:
-                length = 0
-                while True:
-                    line = await stream.readline()
-                    if not line:
-                        return
-                    if line in (b"\r\n", b"\n"):
-                        break
-                    name, _, value = line.decode().partition(":")
-                    if name.lower() == "content-length":
-                        length = int(value)
-                message = json.loads(await stream.readexactly(length))
-            else:
-                line = await stream.readline()
-                if not line:
-                    return
-                message = json.loads(line)
-            ident = message.get("id")
-            future = self.pending.pop(str(ident), None) if ident is not None else None
-            if future is not None and not future.done():
-                future.set_result(message)
+        buffer = b""
+        while data := await stream.read(1 << 20):
+            buffer += data
+            messages, buffer = (
+                self._split_frames(buffer) if self.framed else self._split_lines(buffer)
+            )
+            for message in messages:
+                ident = message.get("id")
+                future = self.pending.pop(str(ident), None) if ident is not None else None
+                if future is not None and not future.done():
+                    future.set_result(message)
+
+    @staticmethod
+    def _split_frames(buffer: bytes) -> tuple[list[Any], bytes]:
+        messages = []
+        while (end := buffer.find(_HEADER_END)) >= 0:
+            length = 0
+            for line in buffer[:end].split(b"\r\n"):
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            start = end + len(_HEADER_END)
+            if len(buffer) < start + length:
+                break
+            messages.append(json.loads(buffer[start : start + length]))
+            buffer = buffer[start + length :]
+        return messages, buffer
+
+    @staticmethod
+    def _split_lines(buffer: bytes) -> tuple[list[Any], bytes]:
+        *lines, rest = buffer.split(b"\n")
+        return [json.loads(line) for line in lines if line.strip()], rest
 
     async def close(self) -> None:
         if self.process.returncode is None:
@@ -121,6 +141,66 @@ class Peer:
     def rss_mb(self) -> float:
         status = Path(f"/proc/{self.process.pid}/status").read_text()
         return int(status.split("VmRSS:")[1].split()[0]) / 1024
+
+
+class BlockingPeer:
+    """A server on a subprocess's stdio for sequential round trips: a blocking write, then
+    blocking reads until the answer, with no event loop in between, so that what is timed
+    is the server's answer and not the client's scheduling."""
+
+    def __init__(self, command: list[str], framed: bool, env: dict[str, str]) -> None:
+        self.process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            bufsize=0,
+        )
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.framed = framed
+        self.counter = 0
+        self.buffer = b""
+        self.waiting: list[Any] = []
+        self.out = self.process.stdin.fileno()
+        self.inp = self.process.stdout.fileno()
+        self.poll = select.poll()
+        self.poll.register(self.inp, select.POLLIN)
+
+    def call(self, message: dict[str, Any]) -> Any:
+        self.counter += 1
+        ident = str(self.counter)
+        if self.framed:
+            body = json.dumps({"jsonrpc": "2.0", "id": ident, **message}).encode()
+            data = b"Content-Length: %d\r\n\r\n" % len(body) + body
+        else:
+            data = json.dumps({"id": ident, **message}).encode() + b"\n"
+        os.write(self.out, data)
+        while True:
+            while self.waiting:
+                answer = self.waiting.pop(0)
+                if str(answer.get("id")) == ident:
+                    return answer
+            if not self.poll.poll(RUN_TIMEOUT * 1000):
+                raise TimeoutError(f"no answer to {message} in {RUN_TIMEOUT} s")
+            chunk = os.read(self.inp, 1 << 20)
+            if not chunk:
+                raise RuntimeError(f"server exited: {self.process.wait()}")
+            self.buffer += chunk
+            split = Peer._split_frames if self.framed else Peer._split_lines
+            self.waiting, self.buffer = split(self.buffer)
+
+    def close(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+def sequential_rate(count: int, peer: BlockingPeer, message: dict[str, Any]) -> float:
+    peer.call(message)
+    started = time.perf_counter()
+    for _ in range(count):
+        peer.call(message)
+    return count / (time.perf_counter() - started)
 
 
 def say(what: str) -> None:
@@ -138,13 +218,6 @@ def isolated_env(home: Path) -> dict[str, str]:
     }
 
 
-async def rate(count: int, call: Callable[[], Awaitable[Any]]) -> float:
-    started = time.perf_counter()
-    for _ in range(count):
-        await call()
-    return count / (time.perf_counter() - started)
-
-
 async def rate_in_flight(
     count: int, send: Callable[[], asyncio.Future[Any]], window: int = 64
 ) -> float:
@@ -160,17 +233,20 @@ async def rate_in_flight(
 
 async def sessiond_peer(env: dict[str, str]) -> tuple[Peer, float]:
     started = time.perf_counter()
-    peer = await Peer.start([sys.executable, "-m", "sessiond", "serve", "--stdio"], True, env)
+    peer = await Peer.start(SESSIOND_SERVE, True, env)
     answer = await peer.call({"method": "initialize", "params": {"clientInfo": {"name": "bench"}}})
     assert "result" in answer, answer
     return peer, time.perf_counter() - started
 
 
-async def pi_peer(env: dict[str, str], session: Path | None = None) -> tuple[Peer, float]:
+def pi_command(session: Path | None) -> list[str]:
     command = ["node", str(PI_CLI), "--mode", "rpc", "--no-extensions", "--no-skills"]
-    command += ["--session", str(session)] if session else ["--no-session"]
+    return command + (["--session", str(session)] if session else ["--no-session"])
+
+
+async def pi_peer(env: dict[str, str], session: Path | None = None) -> tuple[Peer, float]:
     started = time.perf_counter()
-    peer = await Peer.start(command, False, env)
+    peer = await Peer.start(pi_command(session), False, env)
     answer = await peer.call({"type": "get_state"})
     assert answer.get("success"), answer
     return peer, time.perf_counter() - started
@@ -206,20 +282,30 @@ async def measure(count: int, big: Path, medium: Path) -> dict[str, Any]:
         results["sessiond_start_s"] = statistics.median(starts)
         peer, _ = await sessiond_peer(env)
         results["sessiond_rss_idle_mb"] = peer.rss_mb()
-        new = await peer.call(
-            {
-                "method": "session/new",
-                "params": {"cwd": str(home), "sessionDir": str(home / "s"), "writeNow": True},
-            }
-        )
+        new_session = {
+            "method": "session/new",
+            "params": {"cwd": str(home), "sessionDir": str(home / "s"), "writeNow": True},
+        }
+        new = await peer.call(new_session)
         sid = new["result"]["sessionId"]
         body = {"type": "message", "message": {"role": "user", "content": "hi " * 50}}
         usage = {"method": "context/usage", "params": {"sessionId": sid}}
         append = {"method": "session/append", "params": {"sessionId": sid, "entries": [body]}}
         await peer.call(usage)
         say("sessiond: round trips")
-        results["sessiond_usage_seq"] = await rate(count, lambda: peer.call(usage))
-        results["sessiond_append_seq"] = await rate(count, lambda: peer.call(append))
+        blocking = BlockingPeer(SESSIOND_SERVE, True, env)
+        try:
+            blocking.call({"method": "initialize", "params": {"clientInfo": {"name": "bench"}}})
+            own = blocking.call(new_session)["result"]["sessionId"]
+            own_usage = {"method": "context/usage", "params": {"sessionId": own}}
+            own_append = {
+                "method": "session/append",
+                "params": {"sessionId": own, "entries": [body]},
+            }
+            results["sessiond_usage_seq"] = sequential_rate(count, blocking, own_usage)
+            results["sessiond_append_seq"] = sequential_rate(count, blocking, own_append)
+        finally:
+            blocking.close()
         results["sessiond_usage_64"] = await rate_in_flight(count * 3, lambda: peer.send(usage))
         results["sessiond_append_64"] = await rate_in_flight(count * 3, lambda: peer.send(append))
         say("sessiond: context/build on 10k entries, open 100k")
@@ -249,7 +335,11 @@ async def measure(count: int, big: Path, medium: Path) -> dict[str, Any]:
             pi, _ = await pi_peer(env)
             results["pi_rss_idle_mb"] = pi.rss_mb()
             state = {"type": "get_state"}
-            results["pi_state_seq"] = await rate(count, lambda: pi.call(state))
+            blocking = BlockingPeer(pi_command(None), False, env)
+            try:
+                results["pi_state_seq"] = sequential_rate(count, blocking, state)
+            finally:
+                blocking.close()
             results["pi_state_64"] = await rate_in_flight(count * 3, lambda: pi.send(state))
             await pi.close()
             say("pi: get_messages on 10k entries")
@@ -316,7 +406,7 @@ def main() -> int:
 
     big = session_file(100_000, False)
     medium = session_file(10_000, False)
-    results = asyncio.run(measure(args.count, big, medium))
+    results = asyncio.run(asyncio.wait_for(measure(args.count, big, medium), RUN_TIMEOUT))
     print(json.dumps(results, indent=2))
     print(table(results))
     if args.write:

@@ -93,8 +93,9 @@ def iso_now(now: datetime | None = None) -> str:
     """The current time as JavaScript's ``Date.toISOString()`` prints it."""
 
     moment = now if now is not None else datetime.now(UTC)
-    moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    # isoformat is C code and pads the year to four digits, as toISOString does
+    naive = moment.astimezone(UTC).replace(tzinfo=None)
+    return naive.isoformat(timespec="milliseconds") + "Z"
 
 
 def is_within(path: Path, root: Path) -> bool:

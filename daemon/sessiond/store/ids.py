@@ -24,7 +24,7 @@ def new_session_id(now_ms: int | None = None) -> str:
 def new_entry_id(taken: Callable[[str], bool]) -> str:
     """The first 8 hex digits of a random UUID, retried on collision (pi's rule)."""
     for _ in range(_ID_ATTEMPTS):
-        candidate = uuid.uuid4().hex[:8]
+        candidate = os.urandom(4).hex()  # what uuid4().hex[:8] holds: 32 random bits
         if not taken(candidate):
             return candidate
     return str(uuid.uuid4())
