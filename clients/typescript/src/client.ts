@@ -56,7 +56,8 @@ export interface ClientOptions {
   shutdownTimeoutMs?: number;
   /**
    * How long a cancelled request may stay unanswered before it rejects anyway. The daemon
-   * answers cancelled requests, except one cancelled before its handler first ran.
+   * answers every cancelled request with -32800; this bounds the wait when it cannot (a
+   * daemon older than that rule, or one stuck in a handler).
    */
   cancelGraceMs?: number;
 }
