@@ -54,6 +54,10 @@ SETTINGS = merged(
 )
 
 OK = Act()
+# The provider timeout, which is also what the hanging request costs. Half a second was
+# too tight: on a busy 2-core machine, with ten sessions compacting at once, a healthy
+# request could wait that long for the loopback server to accept it.
+TIMEOUT_S = 2.0
 
 
 def expected_delays(retry_after_ms: int | None, retries: int) -> list[int]:
@@ -97,7 +101,8 @@ FAULTS: dict[str, tuple[Any, int, list[int], bool]] = {
         False,
     ),
     "reset": (lambda n: Act(reset=True) if n < 2 else OK, 3, expected_delays(None, 2), True),
-    "slow": (lambda n: Act(pieces=6, pause=0.12), 1, [], True),
+    # longer in all than the timeout, each pause well within it: the timeout is per read
+    "slow": (lambda n: Act(pieces=6, pause=TIMEOUT_S / 4), 1, [], True),
     "hang": (lambda n: Act(hang=True) if n == 0 else OK, 2, expected_delays(None, 1), True),
     "toolong": (lambda n: Act(429, "Too many requests", {"retry-after": "30"}), 1, [], False),
     "overflow": (
@@ -131,7 +136,7 @@ def provider() -> Iterator[ScriptedProvider]:
 
 def start_daemon(tmp_path: Path, provider: ScriptedProvider) -> DaemonProcess:
     settings = merged(
-        SETTINGS, {"summarizer": {"candidates": [provider.candidate(timeoutSeconds=0.5)]}}
+        SETTINGS, {"summarizer": {"candidates": [provider.candidate(timeoutSeconds=TIMEOUT_S)]}}
     )
     return listening_daemon(
         tmp_path, ["--socket", str(tmp_path / "f.sock"), "--log-level", "DEBUG"], settings
@@ -174,7 +179,8 @@ def test_every_session_compacting_at_once_against_a_faulty_provider(
                 assert len(hits) == attempts, (name, len(hits))
                 for gap, delay in zip(gaps_ms(provider, name), delays):
                     # the wait is at least the backoff; the hang's attempt adds its timeout
-                    slack = 400 + (500 if name == "hang" else 0)  # the hang costs its 0.5 s timeout
+                    # the hang costs its timeout
+                    slack = 400 + (int(TIMEOUT_S * 1000) if name == "hang" else 0)
                     assert delay - 5 <= gap <= delay + slack, (
                         name,
                         gaps_ms(provider, name),
