@@ -71,12 +71,23 @@ def check_session_id(session_id: str) -> str:
     return session_id
 
 
+def user_path(text: str, what: str) -> Path:
+    """``text`` with a leading ``~`` or ``~user`` expanded; an unknown user is the caller's
+    mistake, not the daemon's (pathlib raises RuntimeError for it)."""
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:
+        raise InvalidParamsError(
+            f"{what}: {text!r} names a home directory that does not exist on this machine"
+        ) from None
+
+
 def check_allowed(path: Path, roots: list[str] | None) -> Path:
     """``path`` unchanged if it lies under one of ``roots`` (or no roots are set)."""
     if roots is None:
         return path
     for root in roots:
-        if is_within(path, Path(root).expanduser()):
+        if is_within(path, user_path(root, "storage.allowedRoots")):
             return path
     raise NotAllowedError(
         f"{path} is outside the directories sessions may live in (storage.allowedRoots)",

@@ -80,6 +80,11 @@ async def test_errors_of_each_kind_from_the_daemon(client: SessiondClient, proje
         await client.request("session/new", {"cwd": 5}, dict)
     with pytest.raises(MethodNotFoundError):
         await client.request("session/explode", {}, dict)
+    # pathlib raises RuntimeError for a home directory it cannot find: a client error
+    with pytest.raises(InvalidParamsError, match="home directory that does not exist"):
+        await client.open_session("~no-such-user-of-sessiond/s.jsonl")
+    with pytest.raises(InvalidParamsError, match="sessionDir"):
+        await client.request("session/list", {"sessionDir": "~no-such-user-of-sessiond"}, dict)
     with pytest.raises(NothingToCompactError, match="Nothing to compact"):
         await client.compact(sid)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import msgspec
 
 from sessiond.errors import ConflictError, InvalidParamsError, NotAllowedError
-from sessiond.paths import check_allowed, session_dir_for
+from sessiond.paths import check_allowed, session_dir_for, user_path
 from sessiond.server import RequestContext
 from sessiond.service.forking import fork_at_user_message, user_messages_for_forking
 from sessiond.store.listing import list_sessions
@@ -47,7 +47,7 @@ from .types import (
 def _path(text: str, what: str, roots: list[str] | None = None) -> Path:
     if not text:
         raise InvalidParamsError(f"{what} must not be empty")
-    return check_allowed(Path(text).expanduser().absolute(), roots)
+    return check_allowed(user_path(text, what).absolute(), roots)
 
 
 def register(daemon: Daemon) -> None:
@@ -68,7 +68,7 @@ def register(daemon: Daemon) -> None:
         if roots is not None and not params.path and not params.session_dir:
             # The default directory: refuse before SessionStore.create makes it.
             base = settings.storage.session_dir
-            default_root = Path(base).expanduser() if base else None
+            default_root = user_path(base, "storage.sessionDir") if base else None
             check_allowed(session_dir_for(params.cwd, default_root), roots)
 
         def create() -> SessionStore:
@@ -132,7 +132,7 @@ def register(daemon: Daemon) -> None:
             directory = _path(params.session_dir, "sessionDir", roots)
         elif params.cwd:
             root = (
-                Path(settings.storage.session_dir).expanduser()
+                user_path(settings.storage.session_dir, "storage.sessionDir")
                 if settings.storage.session_dir
                 else None
             )

@@ -46,7 +46,13 @@ from sessiond.errors import (
     NotFoundError,
     StorageError,
 )
-from sessiond.paths import check_session_id, iso_now, session_dir_for, session_file_name
+from sessiond.paths import (
+    check_session_id,
+    iso_now,
+    session_dir_for,
+    session_file_name,
+    user_path,
+)
 from sessiond.settings import StorageSettings
 
 from .fileio import AppendFile, atomic_write, path_error, save_aside
@@ -265,7 +271,9 @@ class SessionStore:
         else:
             root = Path(session_dir) if session_dir is not None else None
             if root is None and storage.session_dir:
-                root = Path(storage.session_dir).expanduser() / session_dir_for(cwd).name
+                root = (
+                    user_path(storage.session_dir, "storage.sessionDir") / session_dir_for(cwd).name
+                )
             directory = root if root is not None else session_dir_for(cwd)
             file_path = directory.absolute() / session_file_name(created, session_id)
         try:
