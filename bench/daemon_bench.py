@@ -46,6 +46,27 @@ SESSIOND_SERVE = [sys.executable, "-m", "sessiond", "serve", "--stdio"]
 _HEADER_END = b"\r\n\r\n"
 
 
+def split_frames(buffer: bytes) -> tuple[list[Any], bytes]:
+    messages = []
+    while (end := buffer.find(_HEADER_END)) >= 0:
+        length = 0
+        for line in buffer[:end].split(b"\r\n"):
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        start = end + len(_HEADER_END)
+        if len(buffer) < start + length:
+            break
+        messages.append(json.loads(buffer[start : start + length]))
+        buffer = buffer[start + length :]
+    return messages, buffer
+
+
+def split_lines(buffer: bytes) -> tuple[list[Any], bytes]:
+    *lines, rest = buffer.split(b"\n")
+    return [json.loads(line) for line in lines if line.strip()], rest
+
+
 class Peer:
     """A server on a subprocess's stdio, with request/response matching by id."""
 
@@ -102,35 +123,12 @@ class Peer:
         buffer = b""
         while data := await stream.read(1 << 20):
             buffer += data
-            messages, buffer = (
-                self._split_frames(buffer) if self.framed else self._split_lines(buffer)
-            )
+            messages, buffer = split_frames(buffer) if self.framed else split_lines(buffer)
             for message in messages:
                 ident = message.get("id")
                 future = self.pending.pop(str(ident), None) if ident is not None else None
                 if future is not None and not future.done():
                     future.set_result(message)
-
-    @staticmethod
-    def _split_frames(buffer: bytes) -> tuple[list[Any], bytes]:
-        messages = []
-        while (end := buffer.find(_HEADER_END)) >= 0:
-            length = 0
-            for line in buffer[:end].split(b"\r\n"):
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value)
-            start = end + len(_HEADER_END)
-            if len(buffer) < start + length:
-                break
-            messages.append(json.loads(buffer[start : start + length]))
-            buffer = buffer[start + length :]
-        return messages, buffer
-
-    @staticmethod
-    def _split_lines(buffer: bytes) -> tuple[list[Any], bytes]:
-        *lines, rest = buffer.split(b"\n")
-        return [json.loads(line) for line in lines if line.strip()], rest
 
     async def close(self) -> None:
         if self.process.returncode is None:
@@ -187,7 +185,7 @@ class BlockingPeer:
             if not chunk:
                 raise RuntimeError(f"server exited: {self.process.wait()}")
             self.buffer += chunk
-            split = Peer._split_frames if self.framed else Peer._split_lines
+            split = split_frames if self.framed else split_lines
             self.waiting, self.buffer = split(self.buffer)
 
     def close(self) -> None:

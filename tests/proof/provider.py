@@ -19,11 +19,24 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 from typing import Any
 
+from sessiond.store.session import SessionStore
 from tests.loopback_http import QuietHandler, error_body, send_body, serve, stream_text
+from tests.store.helpers import assistant, user
 
 TAG = re.compile(r"<<session:([A-Za-z0-9_-]+)>>")
+
+
+def tagged_session(directory: Path, name: str, cwd: str, words: int) -> Path:
+    """A five-turn session whose prompts carry the tag that keys the provider's script;
+    the answers are short, so a compaction cuts at a user message (one summary call)."""
+    with SessionStore.create(cwd, session_dir=directory) as store:
+        for turn in range(5):
+            store.append(user(f"<<session:{name}>> request {turn} " + "words " * words))
+            store.append(assistant(f"answer {turn}", input=1000 * (turn + 1)))
+        return store.path
 
 
 @dataclass

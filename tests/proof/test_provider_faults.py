@@ -23,8 +23,7 @@ import msgspec
 import pytest
 
 from sessiond.errors import CancelledError
-from sessiond.store.session import SessionStore
-from tests.proof.provider import Act, ScriptedProvider
+from tests.proof.provider import Act, ScriptedProvider, tagged_session
 from tests.proof.support import (
     FAST,
     SMALL_COMPACTION,
@@ -115,12 +114,7 @@ FAULTS: dict[str, tuple[Any, int, list[int], bool]] = {
 
 
 def session_file(directory: Path, name: str) -> Path:
-    with SessionStore.create("/faults/project", session_dir=directory) as store:
-        for turn in range(5):
-            store.append(user(f"<<session:{name}>> request {turn} " + "words " * 300))
-            # short answers: the cut lands on a user message, so one summary call per compaction
-            store.append(assistant(f"answer {turn}", input=1000 * (turn + 1)))
-        return store.path
+    return tagged_session(directory, name, "/faults/project", words=300)
 
 
 @pytest.fixture

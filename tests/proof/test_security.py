@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 
 from sessiond.store.session import SessionStore
-from tests.proof.provider import Act, ScriptedProvider
+from tests.proof.provider import Act, ScriptedProvider, tagged_session
 from tests.proof.support import (
     FAST,
     SERVE,
@@ -400,11 +400,7 @@ def echoing(key: str, n: int, body: dict[str, Any], headers: dict[str, str]) -> 
 
 
 def keyed_session(directory: Path, name: str) -> Path:
-    with SessionStore.create("/keys/project", session_dir=directory) as store:
-        for turn in range(5):
-            store.append(user(f"<<session:{name}>> request {turn} " + "words " * 200))
-            store.append(assistant(f"answer {turn}", input=1000 * (turn + 1)))
-        return store.path
+    return tagged_session(directory, name, "/keys/project", words=200)
 
 
 @pytest.mark.parametrize("fallback", [False, True], ids=["no-fallback", "extractive-fallback"])
