@@ -6,7 +6,13 @@ import msgspec
 import pytest
 
 from sessiond.errors import InvalidParamsError
-from sessiond.settings import Settings, load_settings, merge_settings, parse_assignments
+from sessiond.settings import (
+    LayerCache,
+    Settings,
+    load_settings,
+    merge_settings,
+    parse_assignments,
+)
 
 
 def test_defaults_are_pis():
@@ -97,3 +103,29 @@ def test_assignments_parse_json_values():
 def test_settings_round_trip_camel_case():
     data = msgspec.to_builtins(Settings())
     assert "reserveTokens" in data["compaction"] and "branchSummary" in data
+
+
+def test_layer_cache_reuses_a_merge_until_the_layer_or_the_base_changes():
+    cache = LayerCache(size=2)
+    base = Settings()
+    layer = {"compaction": {"reserveTokens": 8000}}
+    first = cache.merge(base, layer, "client")
+    assert first.compaction.reserve_tokens == 8000
+    assert cache.merge(base, layer, "client") is first
+    # settings/update changes the layer dict in place: the next merge must see it
+    layer["compaction"]["reserveTokens"] = 9000
+    assert cache.merge(base, layer, "client").compaction.reserve_tokens == 9000
+    # a reloaded settings file is a new base, even with equal values
+    reloaded = Settings()
+    assert cache.merge(reloaded, layer, "client") is not cache.merge(base, layer, "client")
+    # bad keys are skipped as the lenient merge skips them, never raised
+    skipped = cache.merge(base, {"compaction": {"reserveTokens": "many"}}, "session")
+    assert skipped.compaction.reserve_tokens == base.compaction.reserve_tokens
+
+
+def test_layer_cache_stays_bounded():
+    cache = LayerCache(size=3)
+    base = Settings()
+    merged = [cache.merge(base, {"compaction": {"reserveTokens": n}}, "client") for n in range(10)]
+    assert [m.compaction.reserve_tokens for m in merged] == list(range(10))
+    assert len(cache) == 3

@@ -204,6 +204,38 @@ def merge_settings(
     return msgspec.convert(merged, Settings), warnings
 
 
+class LayerCache:
+    """Remembers ``merge_settings`` results for client and session layers.
+
+    Handlers ask for the effective settings on every request; merging re-validates
+    every group and costs more than a whole cheap request. Layers are dicts that
+    ``settings/update`` changes in place, so the key is their encoded content; the
+    base is part of the key by identity, and a hit must hold that very object (an id
+    can be reused once a reloaded file's old settings are gone)."""
+
+    def __init__(self, size: int = 256) -> None:
+        self._size = size
+        self._merged: dict[tuple[int, str, bytes], tuple[Settings, Settings]] = {}
+
+    def __len__(self) -> int:
+        return len(self._merged)
+
+    def merge(self, base: Settings, overrides: Mapping[str, Any], source: str) -> Settings:
+        """Lenient, untrusted merge (bad keys skipped): the layers were checked when set."""
+        try:
+            key = (id(base), source, msgspec.json.encode(overrides))
+        except (TypeError, ValueError):  # not JSON: uncachable, merge_settings will say why
+            return merge_settings(base, overrides, strict=False, source=source, trusted=False)[0]
+        hit = self._merged.get(key)
+        if hit is not None and hit[0] is base:
+            return hit[1]
+        merged, _ = merge_settings(base, overrides, strict=False, source=source, trusted=False)
+        if len(self._merged) >= self._size:
+            self._merged.pop(next(iter(self._merged)))
+        self._merged[key] = (base, merged)
+        return merged
+
+
 def _describe(exc: msgspec.ValidationError) -> str:
     text = str(exc)
     # msgspec appends " - at `$.key`"; the caller already names the key.

@@ -26,7 +26,7 @@ from sessiond.server import (
 )
 from sessiond.service.sessions import SessionActor, SessionRegistry
 from sessiond.service.summaries import SummaryContext
-from sessiond.settings import Settings, load_settings, merge_settings
+from sessiond.settings import LayerCache, Settings, load_settings, merge_settings
 
 from .clients import Clients, ClientState
 from .hooks import ClientHooks
@@ -66,6 +66,7 @@ class Daemon:
         if settings is None:
             settings, warnings = load_settings()
         self.base_settings = settings
+        self._layers = LayerCache()
         self.settings_warnings = list(warnings or [])
         for warning in self.settings_warnings:
             _log.warning("settings: %s", warning)
@@ -163,13 +164,9 @@ class Daemon:
         state = self.client(ctx)
         settings = self.base_settings
         if state.overrides:
-            settings, _ = merge_settings(
-                settings, state.overrides, strict=False, source="client", trusted=False
-            )
+            settings = self._layers.merge(settings, state.overrides, "client")
         if actor is not None and actor.overrides:
-            settings, _ = merge_settings(
-                settings, actor.overrides, strict=False, source="session", trusted=False
-            )
+            settings = self._layers.merge(settings, actor.overrides, "session")
         if call:
             settings, _ = merge_settings(
                 settings, call, strict=True, source="settings", trusted=False

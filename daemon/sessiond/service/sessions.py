@@ -24,7 +24,7 @@ from typing import Any, Literal, Protocol, TypeVar
 from sessiond.core.entries import Entry
 from sessiond.core.tokens import Estimator
 from sessiond.errors import BusyError, CancelledError, ConflictError, NotFoundError
-from sessiond.settings import Settings, StorageSettings, merge_settings
+from sessiond.settings import LayerCache, Settings, StorageSettings
 from sessiond.store.session import SessionStore
 from sessiond.tokenizer import estimator as estimator_named
 
@@ -51,6 +51,7 @@ class SessionActor:
     ) -> None:
         self.store = store
         self._base_settings = settings
+        self._layers = LayerCache(size=4)
         self._publish = publish
         self._hooks = hooks
         self.subscribers: set[ClientId] = set()
@@ -70,10 +71,7 @@ class SessionActor:
     def settings(self) -> Settings:
         if not self.overrides:
             return self._base_settings()
-        merged, _ = merge_settings(
-            self._base_settings(), self.overrides, strict=False, source="session", trusted=False
-        )
-        return merged
+        return self._layers.merge(self._base_settings(), self.overrides, "session")
 
     def estimator(self, settings: Settings | None = None) -> Estimator:
         settings = settings or self.settings()
