@@ -15,7 +15,8 @@ Measured:
   ``context/usage`` and ``session/append``;
 - 64 requests in flight: the same requests, pipelined;
 - ``context/build`` on a 10k-entry session (pi: ``get_messages`` of that session);
-- the daemon's RSS idle and with a 100k-entry session open.
+- the daemon's RSS idle and with a 100k-entry session open;
+- the floor: sequential round trips to a Python asyncio server that does nothing.
 """
 
 from __future__ import annotations
@@ -188,17 +189,31 @@ class BlockingPeer:
             split = split_frames if self.framed else split_lines
             self.waiting, self.buffer = split(self.buffer)
 
+    def cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def close(self) -> None:
         self.process.kill()
         self.process.wait()
 
 
-def sequential_rate(count: int, peer: BlockingPeer, message: dict[str, Any]) -> float:
+def sequential_rate(count: int, peer: BlockingPeer, message: dict[str, Any]) -> tuple[float, float]:
+    """Round trips per second, and the server's CPU time (user + system) per request in µs:
+    the rate is the server and the client taking turns, the CPU time is the server alone."""
     peer.call(message)
+    cpu_before = peer.cpu_seconds()
     started = time.perf_counter()
     for _ in range(count):
         peer.call(message)
-    return count / (time.perf_counter() - started)
+    elapsed = time.perf_counter() - started
+    return count / elapsed, (peer.cpu_seconds() - cpu_before) / count * 1e6
+
+
+def record_sequential(
+    results: dict[str, Any], key: str, count: int, peer: BlockingPeer, message: dict[str, Any]
+) -> None:
+    results[key], results[f"{key}_cpu_us"] = sequential_rate(count, peer, message)
 
 
 def say(what: str) -> None:
@@ -300,10 +315,16 @@ async def measure(count: int, big: Path, medium: Path) -> dict[str, Any]:
                 "method": "session/append",
                 "params": {"sessionId": own, "entries": [body]},
             }
-            results["sessiond_usage_seq"] = sequential_rate(count, blocking, own_usage)
-            results["sessiond_append_seq"] = sequential_rate(count, blocking, own_append)
+            record_sequential(results, "sessiond_usage_seq", count, blocking, own_usage)
+            record_sequential(results, "sessiond_append_seq", count, blocking, own_append)
         finally:
             blocking.close()
+        say("floor: a no-op asyncio server, same client")
+        noop = BlockingPeer([sys.executable, str(ROOT / "bench/noop_server.py")], True, env)
+        try:
+            record_sequential(results, "noop_seq", count, noop, {"method": "noop", "params": {}})
+        finally:
+            noop.close()
         results["sessiond_usage_64"] = await rate_in_flight(count * 3, lambda: peer.send(usage))
         results["sessiond_append_64"] = await rate_in_flight(count * 3, lambda: peer.send(append))
         say("sessiond: context/build on 10k entries, open 100k")
@@ -335,7 +356,7 @@ async def measure(count: int, big: Path, medium: Path) -> dict[str, Any]:
             state = {"type": "get_state"}
             blocking = BlockingPeer(pi_command(None), False, env)
             try:
-                results["pi_state_seq"] = sequential_rate(count, blocking, state)
+                record_sequential(results, "pi_state_seq", count, blocking, state)
             finally:
                 blocking.close()
             results["pi_state_64"] = await rate_in_flight(count * 3, lambda: pi.send(state))
@@ -356,6 +377,9 @@ def table(r: dict[str, Any]) -> str:
     def num(key: str, fmt: str) -> str:
         return format(r[key], fmt) if key in r else "n/a"
 
+    def cpu(key: str) -> str:
+        return f"server CPU {num(key + '_cpu_us', '.0f')} µs each"
+
     rows = [
         (
             "start to first answer",
@@ -364,10 +388,19 @@ def table(r: dict[str, Any]) -> str:
         ),
         (
             "sequential, context/usage (pi: get_state)",
-            f"{num('sessiond_usage_seq', ',.0f')}/s",
-            f"{num('pi_state_seq', ',.0f')}/s",
+            f"{num('sessiond_usage_seq', ',.0f')}/s ({cpu('sessiond_usage_seq')})",
+            f"{num('pi_state_seq', ',.0f')}/s ({cpu('pi_state_seq')})",
         ),
-        ("sequential, session/append", f"{num('sessiond_append_seq', ',.0f')}/s", "—"),
+        (
+            "sequential, session/append",
+            f"{num('sessiond_append_seq', ',.0f')}/s ({cpu('sessiond_append_seq')})",
+            "—",
+        ),
+        (
+            "sequential, a no-op asyncio server (`bench/noop_server.py`)",
+            f"{num('noop_seq', ',.0f')}/s ({cpu('noop_seq')})",
+            "—",
+        ),
         (
             "64 in flight, context/usage (pi: get_state)",
             f"{num('sessiond_usage_64', ',.0f')}/s",
