@@ -134,6 +134,26 @@ async def test_settings_global_and_per_session(client: SessiondClient, project: 
     assert (await client.get_settings()).settings["compaction"]["reserveTokens"] != 99
 
 
+async def test_usage_follows_every_settings_update(client: SessiondClient, project: str) -> None:
+    # The daemon caches merged settings layers; each change must still be seen at once.
+    sid = (await client.new_session(cwd=project)).session_id
+    await conversation(client, sid, turns=1)
+
+    async def threshold() -> int:
+        return (await client.context_usage(sid, context_window=10_000)).threshold
+
+    await client.update_settings({"compaction": {"reserveTokens": 1000}})
+    assert await threshold() == 9000
+    await client.update_settings({"compaction": {"reserveTokens": 2000}})
+    assert await threshold() == 8000
+    await client.update_settings({"compaction": {"reserveTokens": 3000}}, session_id=sid)
+    assert await threshold() == 7000
+    await client.update_settings({"compaction": {"reserveTokens": 2500}})  # session layer wins
+    assert await threshold() == 7000
+    await client.update_settings({"compaction": {"reserveTokens": 500}}, session_id=sid)
+    assert await threshold() == 9500
+
+
 async def test_turn_end_then_compaction_prepare_and_run(connect: Connect, project: str) -> None:
     client = await connect()
     await client.initialize(settings=COMPACTABLE)
