@@ -209,9 +209,9 @@ class LayerCache:
 
     Handlers ask for the effective settings on every request; merging re-validates
     every group and costs more than a whole cheap request. Layers are dicts that
-    ``settings/update`` changes in place, so the key is their encoded content; the
-    base is part of the key by identity, and a hit must hold that very object (an id
-    can be reused once a reloaded file's old settings are gone)."""
+    ``settings/update`` changes in place, so the key is their encoded content. The
+    base is part of the key by identity: a reloaded file is a new object, and each
+    entry holds its base, so that id cannot be taken by another object meanwhile."""
 
     def __init__(self, size: int = 256) -> None:
         self._size = size
