@@ -198,22 +198,20 @@ class BlockingPeer:
         self.process.wait()
 
 
-def sequential_rate(count: int, peer: BlockingPeer, message: dict[str, Any]) -> tuple[float, float]:
-    """Round trips per second, and the server's CPU time (user + system) per request in µs:
-    the rate is the server and the client taking turns, the CPU time is the server alone."""
+def record_sequential(
+    results: dict[str, Any], key: str, count: int, peer: BlockingPeer, message: dict[str, Any]
+) -> None:
+    """``results[key]``: round trips per second; ``results[key + "_cpu_us"]``: the server's
+    CPU time (user + system) per request. The rate is the server and the client taking
+    turns; the CPU time is the server alone."""
     peer.call(message)
     cpu_before = peer.cpu_seconds()
     started = time.perf_counter()
     for _ in range(count):
         peer.call(message)
     elapsed = time.perf_counter() - started
-    return count / elapsed, (peer.cpu_seconds() - cpu_before) / count * 1e6
-
-
-def record_sequential(
-    results: dict[str, Any], key: str, count: int, peer: BlockingPeer, message: dict[str, Any]
-) -> None:
-    results[key], results[f"{key}_cpu_us"] = sequential_rate(count, peer, message)
+    results[key] = count / elapsed
+    results[f"{key}_cpu_us"] = (peer.cpu_seconds() - cpu_before) / count * 1e6
 
 
 def say(what: str) -> None:

@@ -11,8 +11,11 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from pathlib import Path
 
-_HEADER_END = b"\r\n\r\n"
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
+
+from bench.daemon_bench import split_frames
 
 
 class NoopServer(asyncio.Protocol):
@@ -21,14 +24,8 @@ class NoopServer(asyncio.Protocol):
         self.buffer = b""
 
     def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        while (end := self.buffer.find(_HEADER_END)) >= 0:
-            length = int(self.buffer[:end].split(b":", 1)[1])
-            start = end + len(_HEADER_END)
-            if len(self.buffer) < start + length:
-                return
-            request = json.loads(self.buffer[start : start + length])
-            self.buffer = self.buffer[start + length :]
+        requests, self.buffer = split_frames(self.buffer + data)
+        for request in requests:
             answer = json.dumps({"jsonrpc": "2.0", "id": request.get("id"), "result": None})
             body = answer.encode()
             self.out.write(b"Content-Length: %d\r\n\r\n%b" % (len(body), body))

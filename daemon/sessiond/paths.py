@@ -57,6 +57,13 @@ def session_dir_for(cwd: str, root: Path | None = None) -> Path:
     return (root if root is not None else sessions_root()) / encode_cwd(cwd)
 
 
+def default_session_dir(cwd: str, configured_root: str | None) -> Path:
+    """Where the sessions of ``cwd`` go unless told otherwise: under ``storage.sessionDir``
+    when it is set, else under pi's own root."""
+    root = user_path(configured_root, "storage.sessionDir") if configured_root else None
+    return session_dir_for(cwd, root)
+
+
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import msgspec
 
 from sessiond.errors import ConflictError, InvalidParamsError, NotAllowedError
-from sessiond.paths import check_allowed, session_dir_for, user_path
+from sessiond.paths import check_allowed, default_session_dir, user_path
 from sessiond.server import RequestContext
 from sessiond.service.forking import fork_at_user_message, user_messages_for_forking
 from sessiond.store.listing import list_sessions
@@ -67,9 +67,7 @@ def register(daemon: Daemon) -> None:
 
         if roots is not None and not params.path and not params.session_dir:
             # The default directory: refuse before SessionStore.create makes it.
-            base = settings.storage.session_dir
-            default_root = user_path(base, "storage.sessionDir") if base else None
-            check_allowed(session_dir_for(params.cwd, default_root), roots)
+            check_allowed(default_session_dir(params.cwd, settings.storage.session_dir), roots)
 
         def create() -> SessionStore:
             store = SessionStore.create(
@@ -131,12 +129,7 @@ def register(daemon: Daemon) -> None:
         if params.session_dir:
             directory = _path(params.session_dir, "sessionDir", roots)
         elif params.cwd:
-            root = (
-                user_path(settings.storage.session_dir, "storage.sessionDir")
-                if settings.storage.session_dir
-                else None
-            )
-            directory = session_dir_for(params.cwd, root)
+            directory = default_session_dir(params.cwd, settings.storage.session_dir)
         else:
             raise InvalidParamsError("session/list needs cwd or sessionDir")
         check_allowed(directory, roots)

@@ -46,13 +46,7 @@ from sessiond.errors import (
     NotFoundError,
     StorageError,
 )
-from sessiond.paths import (
-    check_session_id,
-    iso_now,
-    session_dir_for,
-    session_file_name,
-    user_path,
-)
+from sessiond.paths import check_session_id, default_session_dir, iso_now, session_file_name
 from sessiond.settings import StorageSettings
 
 from .fileio import AppendFile, atomic_write, path_error, save_aside
@@ -269,12 +263,11 @@ class SessionStore:
         if path is not None:
             file_path = Path(path).absolute()
         else:
-            root = Path(session_dir) if session_dir is not None else None
-            if root is None and storage.session_dir:
-                root = (
-                    user_path(storage.session_dir, "storage.sessionDir") / session_dir_for(cwd).name
-                )
-            directory = root if root is not None else session_dir_for(cwd)
+            directory = (
+                Path(session_dir)
+                if session_dir is not None
+                else default_session_dir(cwd, storage.session_dir)
+            )
             file_path = directory.absolute() / session_file_name(created, session_id)
         try:
             taken = file_path.exists() and file_path.stat().st_size > 0
