@@ -6,8 +6,8 @@
 
 Each run spawns a tiny echo server (``serve`` / ``serve-pygls`` below), sends ``initialize``
 (ours only), then measures ``--n`` sequential requests (await each answer) and ``--n``
-pipelined requests (64 in flight). Params are about 90 bytes of JSON, as in
-``/work/shared/notes/dependencies.md``. The client is a minimal asyncio ``Protocol`` with
+pipelined requests (64 in flight). Params are about 90 bytes of JSON, the size of a
+typical ``context/usage`` request. The client is a minimal asyncio ``Protocol`` with
 msgspec and sessiond's frame parser: it should cost less than either server.
 Also reports the time from exec to the first answer (initialize; for pygls, the first echo).
 """

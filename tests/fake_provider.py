@@ -2,9 +2,10 @@
 
 It answers every request through a responder function (so that concurrent
 calls get answers that fit them), streams the answer as server-sent events
-when asked to, and records what it received. It can also hold requests until
-released, or fail with a given status, which is how tests reach cancellation,
-retries and failures.
+when asked to (Anthropic's Messages API, on ``/v1/messages``, gets it whole),
+and records what it received. It can also hold requests until released, or
+fail with a given status, which is how tests reach cancellation, retries and
+failures.
 """
 
 from __future__ import annotations
@@ -83,6 +84,17 @@ class FakeProvider:
         if answer.status != 200:
             send_body(handler, answer.status, error_body(answer.error or "failure"), answer.headers)
             return
+        if handler.path.endswith("/v1/messages"):
+            # Anthropic's Messages API (see ``anthropic_candidate``), answered whole.
+            message = {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "text", "text": answer.text}],
+                "stop_reason": "end_turn",
+                "usage": {"input_tokens": 10, "output_tokens": 5},
+            }
+            send_body(handler, 200, json.dumps(message).encode(), {})
+            return
         if body.get("stream"):
             stream_text(handler, [answer.text])
             return
@@ -108,6 +120,11 @@ class FakeProvider:
     def candidate(self, **extra: Any) -> dict[str, Any]:
         """A ``summarizer.candidates`` entry pointing at this server."""
         return {"kind": "openai", "model": "fake-model", "baseUrl": self.url, **extra}
+
+    def anthropic_candidate(self, **extra: Any) -> dict[str, Any]:
+        """An ``anthropic`` candidate pointing at this server (it answers that API too)."""
+        base = self.url.removesuffix("/v1")
+        return {"kind": "anthropic", "model": "fake-claude", "baseUrl": base, **extra}
 
     def stop(self) -> None:
         self.stopping.set()

@@ -77,6 +77,15 @@ class InvalidParamsError(SessiondError):
     kind = "invalidParams"
 
 
+class TrustedSettingError(SessiondError):
+    """A client tried to set what only trusted configuration (the settings file, the
+    command line) may: an endpoint, a key's source, headers, ``storage.allowedRoots``.
+    ``details.setting`` names it."""
+
+    code = INVALID_PARAMS
+    kind = "trustedSetting"
+
+
 class NotFoundError(SessiondError):
     """An unknown session id or entry id. The message is pi's ``Entry <id> not found``."""
 
@@ -143,7 +152,9 @@ class InvalidSessionFileError(SessiondError):
     """The file is not a session sessiond can open. ``details.reason`` says why.
 
     Reasons: ``empty``, ``notASessionFile``, ``invalidHeader``,
-    ``unsupportedVersion``, ``invalidUtf8``, ``notAFile``.
+    ``unsupportedVersion``, ``invalidUtf8``, ``notAFile``, ``notFound``; and for a
+    session's file or one beside it that sessiond will not use (``store.safe_files``):
+    ``symlink``, ``notAFile``, ``hardLink``, ``notPrivate``, with ``path`` naming it.
     """
 
     code = -32017

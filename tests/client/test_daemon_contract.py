@@ -76,7 +76,7 @@ async def test_close_result_is_typed(client: SessiondClient, project: str) -> No
 
 
 async def test_a_client_cannot_lift_the_allowed_roots(spawn, home, tmp_path) -> None:
-    from sessiond_client import NotAllowedError
+    from sessiond_client import NotAllowedError, TrustedSettingError
 
     allowed = tmp_path / "allowed"
     settings_file = home / ".config" / "sessiond" / "settings.json"
@@ -88,12 +88,15 @@ async def test_a_client_cannot_lift_the_allowed_roots(spawn, home, tmp_path) -> 
     settings_file.chmod(0o600)
     client = await spawn()
     result = await client.initialize(settings={"storage": {"allowedRoots": None}})
-    assert any("allowedRoots can only be set in the settings file" in w for w in result.warnings)
+    assert any("allowedRoots can only be set in the settings file" in w for w in result.warnings), (
+        result.warnings
+    )
     outside = tmp_path / "outside" / "s.jsonl"
     with pytest.raises(NotAllowedError):
         await client.new_session(cwd=str(tmp_path), path=outside)
-    with pytest.raises(NotAllowedError):
+    with pytest.raises(TrustedSettingError) as refused:
         await client.update_settings({"storage": {"allowedRoots": None}})
+    assert refused.value.details["setting"] == "storage.allowedRoots"
     with pytest.raises(NotAllowedError):
         await client.new_session(cwd=str(tmp_path), path=outside)
     inside = await client.new_session(cwd=str(tmp_path), path=allowed / "s.jsonl")

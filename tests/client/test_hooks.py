@@ -211,3 +211,35 @@ async def test_abort_reaches_a_running_llm_complete_handler(connect: Connect, pr
         await asyncio.wait_for(running, 5)
     await asyncio.wait_for(cancelled.wait(), 5)
     assert (await client.tree(sid)).leaf_id == ids[-1]
+
+
+async def test_tree_abort_while_the_before_tree_hook_is_asked(
+    connect: Connect, project: str
+) -> None:
+    """tree/abort withdraws the pending hook request ($/cancelRequest) and ends the
+    navigation at once: nothing written, the hook's late answer never used."""
+    client = await connect()
+    entered, withdrawn = asyncio.Event(), asyncio.Event()
+
+    @client.handle_before_tree
+    async def ponder(params: t.BeforeTreeHookParams) -> t.BeforeTreeHookResult:
+        entered.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            withdrawn.set()
+            raise
+        return t.BeforeTreeHookResult(summary=t.SuppliedBranchSummaryWire(summary="too late"))
+
+    await client.initialize(settings={**COMPACTABLE, "hooks": {"timeoutMs": 25_000}})
+    sid, ids = await _session(client, project, turns=2)
+    started = asyncio.get_running_loop().time()
+    navigating = asyncio.create_task(client.navigate(sid, ids[1], summarize=True))
+    await asyncio.wait_for(entered.wait(), 10)
+    assert (await client.abort_navigation(sid)).aborted
+    result = await asyncio.wait_for(navigating, 10)
+    assert result.cancelled and result.aborted and result.summary_entry is None
+    assert asyncio.get_running_loop().time() - started < 20, "it waited out the hook"
+    await asyncio.wait_for(withdrawn.wait(), 10)
+    tree = await client.tree(sid)
+    assert tree.leaf_id == ids[-1] and (await client.entries(sid)).total == len(ids)

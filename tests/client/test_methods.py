@@ -29,6 +29,27 @@ async def test_initialize_reports_the_daemon_and_every_method_has_a_client_metho
         assert callable(getattr(client, name))
 
 
+@pytest.mark.parametrize(
+    ("version", "warning"),
+    [
+        (1, 'protocolVersion 1 should be the string "1"'),
+        (2.5, "client speaks protocol 2.5; this daemon speaks 1"),
+        ({"major": 1}, 'client speaks protocol {"major": 1}; this daemon speaks 1'),
+        ("1", None),
+    ],
+)
+async def test_initialize_serves_any_protocol_version_with_a_warning(
+    connect: Connect, version: object, warning: str | None
+) -> None:
+    client = await connect()
+    params = {"clientInfo": {"name": "pytest"}, "protocolVersion": version}
+    result = await client.request("initialize", params, t.InitializeResult)
+    assert result.protocol_version == t.PROTOCOL_VERSION
+    version_warnings = [w for w in result.warnings if "protocol" in w]
+    assert len(version_warnings) == (warning is not None)
+    assert all(w.startswith(warning or "") for w in version_warnings)
+
+
 async def test_session_lifecycle_and_reading(client: SessiondClient, project: str) -> None:
     created = await client.new_session(cwd=project, write_now=True)
     assert isinstance(created, t.NewSessionResult)

@@ -1,4 +1,4 @@
-"""SPEC 8.1-8.3: collecting the abandoned branch and fitting it to a budget."""
+"""Branch summaries: collecting the abandoned branch and fitting it to a budget."""
 
 from __future__ import annotations
 
@@ -127,3 +127,7 @@ def test_file_ops_from_pi_made_branch_summaries_and_overflowing_message():
 def test_budget_uses_the_fallback_window():
     assert branch_token_budget(None, 16384) == 128000 - 16384
     assert branch_token_budget(200000, 1000) == 199000
+    # A reserve as large as the window or larger would mean no limit at all: half instead.
+    assert branch_token_budget(8000, 16384) == 4000
+    assert branch_token_budget(16384, 16384) == 8192
+    assert branch_token_budget(1, 16384) == 1

@@ -1,4 +1,4 @@
-"""SPEC 13.1 (cut points), 13.2 (serialization), 5.4/16 (preparation), 6.9, 7."""
+"""Cut points, serialization, compaction preparation, file operations and pruning."""
 
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ def test_never_cuts_at_a_tool_result():
     points = find_valid_cut_points(path_of(entries), 0, 3)
     assert points == [0, 1]
     # a huge trailing result pushes the budget over at the result itself, which
-    # has no cut point after it: pi keeps everything (SPEC 5.3 a)
+    # has no cut point after it: pi keeps everything (see protocol/behaviour.md#cut-points)
     assert find_cut_point(path_of(entries), 0, 3, 100).first_kept_index == 0
 
 

@@ -1,4 +1,4 @@
-"""SPEC 13.10 (build-context.test.ts) and 13.1's buildSessionContext cases."""
+"""pi's build-context.test.ts and the buildSessionContext cases of its compaction tests."""
 
 from sessiond.core.context import ModelRef, build_session_context
 from sessiond.core.entries import UnknownEntry

@@ -1,4 +1,4 @@
-"""convertToLlm (SPEC 3.2): which roles pass, which become user messages, and how."""
+"""pi's convertToLlm: which roles pass, which become user messages, and how."""
 
 from sessiond.core.convert import convert_to_llm, convert_to_llm_tracked
 from sessiond.core.messages import (

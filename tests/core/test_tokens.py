@@ -1,4 +1,4 @@
-"""Token accounting (SPEC 4, 13.1): estimators, usage measures, thresholds, overflow."""
+"""Token accounting (pi's compaction tests): estimators, usage measures, thresholds, overflow."""
 
 import math
 

@@ -10,6 +10,7 @@ file the daemon left behind.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +37,20 @@ CWD = str(ROOT / "project")
 WINDOW = 8000
 RESERVE = 2000  # threshold = WINDOW - RESERVE
 KEEP = 120
-# No settings file: the daemon runs on its defaults (tiktoken estimates and all).
-ENV = isolated_env(ROOT)
+# The loopback summarizer starts with the module: the daemon (started by pytest-lsp from
+# this environment) must find it in its settings file, as summarizer endpoints never come
+# from a client. Nothing else is in the file: the daemon runs on its defaults (tiktoken
+# estimates and all).
+PROVIDER = FakeProvider()
+ENV = isolated_env(ROOT, {"summarizer": {"candidates": [PROVIDER.candidate(model="m")]}})
+
+
+@pytest.fixture(scope="module")
+def provider() -> Iterator[FakeProvider]:
+    yield PROVIDER
+    PROVIDER.stop()
+
+
 EXPECTED_METHODS = {
     "initialize",
     "shutdown",

@@ -41,9 +41,15 @@ Connect = Callable[..., Awaitable[AgentClient]]
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def daemon() -> AsyncIterator[Daemon]:
+async def daemon(module_provider: FakeProvider) -> AsyncIterator[Daemon]:
+    # Summarizer endpoints come from the daemon's settings file, never from a client:
+    # the clients below name this configured candidate.
+    settings = {
+        **FAST_SETTINGS,
+        "summarizer": {"candidates": [module_provider.candidate(model="m")]},
+    }
     running = await start_listening_daemon(
-        ROOT, ["--socket", str(ROOT / "cancel.sock")], isolated_env(ROOT, FAST_SETTINGS)
+        ROOT, ["--socket", str(ROOT / "cancel.sock")], isolated_env(ROOT, settings)
     )
     yield running
     assert await running.stop() == 0, running.log_text()

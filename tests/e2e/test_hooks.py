@@ -40,9 +40,15 @@ Connect = Callable[..., Awaitable[AgentClient]]
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def daemon() -> AsyncIterator[Daemon]:
+async def daemon(module_provider: FakeProvider) -> AsyncIterator[Daemon]:
+    # Summarizer endpoints come from the daemon's settings file, never from a client:
+    # ``client_settings`` names this configured candidate.
+    settings = {
+        **FAST_SETTINGS,
+        "summarizer": {"candidates": [module_provider.candidate(model="m")]},
+    }
     running = await start_listening_daemon(
-        ROOT, ["--socket", str(ROOT / "hooks.sock")], isolated_env(ROOT, FAST_SETTINGS)
+        ROOT, ["--socket", str(ROOT / "hooks.sock")], isolated_env(ROOT, settings)
     )
     yield running
     assert await running.stop() == 0, running.log_text()
@@ -405,11 +411,19 @@ async def test_client_summarizer_needs_a_client_that_offers_it(connect: Connect)
     }
     plain = await connect("no-llm", llm=False, settings=settings)
     sid, path, _ = await new_session(plain)
-    run = await plain.call("compaction/run", {"sessionId": sid})
+    before = path.read_bytes()
+    # Nobody to ask. A manual run asked for a model's summary: pi's credentials error.
+    with pytest.raises(JsonRpcException) as refused:
+        await plain.call("compaction/run", {"sessionId": sid})
+    assert error_data(refused.value)["kind"] == "summarizerFailed"
+    assert refused.value.message.startswith("Compaction requires a model with usable credentials")
+    assert [a["outcome"] for a in error_data(refused.value)["attempts"]] == ["skipped"]
+    assert path.read_bytes() == before
+    # An automatic run falls back to the offline extractive summarizer.
+    ended = await plain.call("agent/turnEnded", {"sessionId": sid, "contextWindow": 600})
     assert [m for m, _ in plain.asked] == []
     entry = file_lines(path)[-1]
-    assert entry["id"] == run["entry"]["id"]
-    # Nobody to ask: the offline extractive summarizer stands in.
+    assert entry["id"] == ended["compaction"]["entryId"]
     assert entry["details"]["summarizer"]["extractive"] is True
     store = reopen(path)
     store.close()

@@ -1,4 +1,4 @@
-"""The candidate chain: retries, backoff, moving on, modes, fallback (SPEC 10.6)."""
+"""The candidate chain: retries, backoff, moving on, modes, fallback (oh-my-pi's rules)."""
 
 from __future__ import annotations
 
@@ -340,14 +340,19 @@ def test_retry_delay_rules():
     assert retry_delay_ms(usage, 0, retry) == 2000
 
 
-async def test_manual_mode_without_credentials_still_falls_back_to_extractive(no_sleep):
+async def test_without_credentials_only_auto_mode_falls_back_to_extractive(no_sleep):
     _delays, sleep = no_sleep
     settings = SummarizerSettings(
         candidates=[SummarizerCandidate(kind="anthropic", model="c", api_key_env="NOPE_KEY")]
     )
     summarizers = SummarizerChain(settings, sleep=sleep, environ={})
-    result = await summarizers.complete(REQUEST, mode="manual")
+    result = await summarizers.complete(REQUEST, mode="auto")
     assert result.extractive is True
-    assert (result.fallback_reason or "").startswith(
+    assert result.fallback_reason == "Compaction failed: no available model"
+    # pi's manual path: the credentials error, even with the fallback on
+    with pytest.raises(ProviderError) as caught:
+        await summarizers.complete(REQUEST, mode="manual")
+    assert caught.value.error_kind == "auth"
+    assert caught.value.message.startswith(
         "Compaction requires usable credentials for anthropic/c."
     )

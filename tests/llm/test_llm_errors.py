@@ -9,8 +9,10 @@ from sessiond.llm.errors import (
     ProviderError,
     classify,
     error_text_from_body,
+    http_error_message,
     is_transient_error_message,
     scrub,
+    snippet,
 )
 from sessiond.llm.retry_after import retry_after_from_headers, retry_after_from_text
 from sessiond.llm.sse import SseDecoder, SseEvent
@@ -204,3 +206,21 @@ def test_candidate_keys_and_defaults():
     assert header_auth.secrets == ("Bearer from-settings-99999",)
     remote = resolve(SummarizerCandidate(kind="remote"), {}, None)
     assert remote.summarizer is None and "baseUrl" in (remote.skip_reason or "")
+
+
+def test_a_key_cut_by_the_error_texts_length_limit_is_scrubbed_whole() -> None:
+    key = "k" + "0123456789abcdef" * 2 + "XYZW"  # 37 characters, no key shape
+    body = ("." * (2000 - 20) + key + " and more").encode()
+    text = error_text_from_body(body, [key])
+    assert key[:8] not in text and key[:4] not in text
+    assert text.startswith("." * 1980 + "[redacted]")
+    message = http_error_message(
+        502, b'{"error": {"message": "bad ' + key[5:17].encode() + b'"}}', [key]
+    )
+    assert key[5:17] not in message and message.endswith("bad [redacted]")
+
+
+def test_a_snippet_never_ends_with_a_piece_of_a_secret() -> None:
+    key = "k" + "0123456789abcdef" * 2 + "XYZW"
+    cut = snippet("." * 195 + key[:5] + "......", 200, [key])
+    assert cut == "." * 195 + "[redacted]"

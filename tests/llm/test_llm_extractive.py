@@ -1,4 +1,4 @@
-"""The offline extractive summarizer on realistic serialized conversations (SPEC 6.1 format)."""
+"""The offline extractive summarizer on realistic conversations, serialized as pi does."""
 
 from __future__ import annotations
 

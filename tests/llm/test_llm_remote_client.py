@@ -84,6 +84,7 @@ async def test_client_request_is_the_llm_complete_params():
         "maxTokens": 100,
         "reasoning": False,
         "purpose": "history",
+        "reasoningLevel": None,
     }
 
 

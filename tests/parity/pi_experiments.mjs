@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Experiments on pi 0.73.1 behind the "differences from SPEC.md" list in README.md.
+// Experiments on pi 0.73.1 behind the "pi 0.73.1 against older pi and oh-my-pi" list in
+// README.md.
 // Each experiment prints {name, ...observations}; run: node pi_experiments.mjs [--pretty]
 // Nothing here is sessiond code: it only calls pi's installed package and records what it does.
 
@@ -50,7 +51,7 @@ const toolResult = (id, name, text) => ({
 });
 
 try {
-  // 1. Session ids: uuid v7 (SPEC 1.5 says randomUUID v4 for pi).
+  // 1. Session ids: uuid v7 (older pi used randomUUID, v4).
   {
     const ids = [0, 1, 2].map(() => SessionManager.inMemory("/tmp").getSessionId());
     record("sessionIdVersion", { ids, versionNibbles: ids.map((id) => id[14]) });

@@ -3,7 +3,7 @@
 Every session of one daemon crosses its threshold at the same moment (``agent/turnEnded``)
 while the provider answers each one differently: 429 storms with ``retry-after-ms``, 503s,
 a 500 that never ends, garbage, connection resets, a slow stream, a stream that hangs,
-and a retry-after longer than ``retry.maxDelayMs``. The retries must follow SPEC 10.6
+and a retry-after longer than ``retry.maxDelayMs``. The retries must follow oh-my-pi's rules
 (``baseDelayMs * 2**attempt``, or the retry-after when longer; at most ``maxRetries``
 retries; overflow, garbage and over-long waits are not retried): the provider's own
 clock proves the waits and the attempts, and a successful compaction records them. A

@@ -22,6 +22,9 @@ next unmatched notification of the same method, a server request against the nex
 unmatched request of the same method, so notifications may interleave freely with
 other messages. When the steps are done, every peer's input is closed, the rest of
 what the daemon sends is read, and anything the example did not expect fails.
+
+``replay`` returns the transcript: every message sent and received, in wire order,
+as ``(peer, "send" | "receive", message)``.
 """
 
 from __future__ import annotations
@@ -60,10 +63,14 @@ def kind_of(message: Any) -> str:
     return "response"
 
 
+Transcript = list[tuple[str, str, Any]]
+
+
 @dataclass
 class Peer:
     name: str
     channel: Channel
+    transcript: Transcript
     # Received, not yet matched, in arrival order.
     pending: list[Any] = field(default_factory=list)
     ended: bool = False
@@ -79,6 +86,7 @@ class Peer:
             self.ended = True
             return False
         self.pending.append(message)
+        self.transcript.append((self.name, "receive", message))
         return True
 
 
@@ -102,6 +110,7 @@ class Scenario:
         self.daemons: list[Daemon] = []
         self.daemon_specs: list[dict[str, Any]] = []
         self.peers: dict[str, Peer] = {}
+        self.transcript: Transcript = []
 
     # -- setting up
 
@@ -157,7 +166,7 @@ class Scenario:
                 channel = socket_channel(family, address)
                 # Connection order decides hook order: let the daemon accept this one first.
                 time.sleep(0.05)
-            self.peers[name] = Peer(name, channel)
+            self.peers[name] = Peer(name, channel, self.transcript)
 
     # -- running
 
@@ -189,7 +198,9 @@ class Scenario:
         if "raw" in step:
             peer.channel.send_raw(self.bindings.substitute_text(step["raw"]).encode())
             return
-        peer.channel.send(self.bindings.substitute(step["message"]))
+        message = self.bindings.substitute(step["message"])
+        self.transcript.append((peer.name, "send", message))
+        peer.channel.send(message)
 
     def receive(self, peer: Peer, expected: Any) -> None:
         kind = kind_of(expected)
@@ -289,9 +300,10 @@ def _describe(message: Any) -> str:
     return "batch" if isinstance(message, list) else ""
 
 
-def replay(path: Path, root: Path) -> None:
+def replay(path: Path, root: Path) -> Transcript:
     scenario = Scenario(path, root)
     try:
         scenario.run()
     finally:
         scenario.close()
+    return scenario.transcript

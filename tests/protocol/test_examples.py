@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from .replay import example_paths, kind_of, load_example, replay
+from .replay import Transcript, example_paths, kind_of, load_example, replay
+from .schema_validation import transcript_problems
 
 EXAMPLES = example_paths()
 WORKERS = 4
@@ -41,12 +42,13 @@ NOTIFICATIONS = {
 
 
 @pytest.fixture(scope="module")
-def replays(request: pytest.FixtureRequest) -> Iterator[dict[str, Future[None]]]:
+def replays(request: pytest.FixtureRequest) -> Iterator[dict[str, Future[Transcript]]]:
     """Start replaying every example selected in this session, in parallel."""
     selected = {
         item.callspec.params["example"].name
         for item in request.session.items
-        if item.originalname == "test_example" and hasattr(item, "callspec")
+        if item.originalname in ("test_example", "test_example_follows_the_schema")
+        and hasattr(item, "callspec")
     }
     with tempfile.TemporaryDirectory(prefix="sessiond-protocol-") as tmp:
         root = Path(tmp)
@@ -60,8 +62,18 @@ def replays(request: pytest.FixtureRequest) -> Iterator[dict[str, Future[None]]]
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[path.stem for path in EXAMPLES])
-def test_example(example: Path, replays: dict[str, Future[None]]) -> None:
+def test_example(example: Path, replays: dict[str, Future[Transcript]]) -> None:
     replays[example.name].result(timeout=120)
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[path.stem for path in EXAMPLES])
+def test_example_follows_the_schema(example: Path, replays: dict[str, Future[Transcript]]) -> None:
+    """What went over the wire, both ways, validates against protocol/schema.json: the
+    params and result of every method the daemon answered, every notification and
+    server request the daemon sent, and every answer the client gave to one."""
+    problems, checked = transcript_problems(replays[example.name].result(timeout=120), example.stem)
+    assert not problems, "\n".join(problems)
+    assert checked > 0
 
 
 def _messages(kind: str) -> set[str]:

@@ -9,9 +9,12 @@ error table.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from pathlib import Path
+
+import msgspec
 
 from sessiond.errors import SessiondError
 from sessiond.rpc.app import build_daemon
@@ -117,3 +120,72 @@ def test_readme_settings_table_has_every_setting_with_its_default() -> None:
             assert json.loads(rows[name]) == value, (
                 f"{name}: README says {rows[name]}, the default is {json.dumps(value)}"
             )
+
+
+# -- what the daemon sends, found in its code --------------------------------------------------------
+
+DAEMON_SOURCE = Path(__file__).resolve().parents[2] / "daemon" / "sessiond"
+# JSON-RPC's own cancellation; the README describes it, the schema does not type it.
+BASE_PROTOCOL = {"$/cancelRequest"}
+
+
+def _string_constants(tree: ast.Module) -> dict[str, str]:
+    """Module-level ``NAME = "text"`` assignments (``CANCEL_REQUEST = "$/cancelRequest"``)."""
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and isinstance(node.value.value, str):
+                    found[target.id] = node.value.value
+    return found
+
+
+def _sent_by_the_daemon() -> tuple[set[str], set[str]]:
+    """Notification and server-request methods the daemon's code sends: the literal method
+    of every ``notify``/``publish``/``request`` call (not the router's registrations),
+    and ``hooks/<hook>`` for every hook it asks (``_ask(client, "<hook>", ...)``)."""
+    notifications: set[str] = set()
+    requests: set[str] = set()
+    for path in DAEMON_SOURCE.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        constants = _string_constants(tree)
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            receiver = ast.unparse(node.func.value)
+            literals = [
+                arg.value if isinstance(arg, ast.Constant) else constants.get(arg.id)
+                for arg in node.args
+                if isinstance(arg, ast.Constant | ast.Name)
+            ]
+            literals = [text for text in literals if isinstance(text, str)]
+            if node.func.attr in ("notify", "publish") and literals:
+                notifications.add(literals[0])
+            elif node.func.attr == "request" and literals and not receiver.endswith("router"):
+                requests.add(literals[0])
+            elif node.func.attr == "_ask" and literals:
+                requests.add(f"hooks/{literals[0]}")
+    return notifications, requests
+
+
+def test_schema_lists_exactly_what_the_daemon_sends() -> None:
+    schema = json.loads(schema_json())
+    notifications, requests = _sent_by_the_daemon()
+    assert notifications - BASE_PROTOCOL == set(schema["notifications"])
+    assert requests == set(schema["serverRequests"])
+    # The scan sees the sends it must (a broken scan would find nothing to compare).
+    assert {"session/changed", "$/progress", "hooks/session_tree"} <= notifications
+    assert {"llm/complete", "hooks/session.compacting"} <= requests
+    assert set(schema["notifications"]) >= set(NOTIFICATIONS)
+
+
+def test_the_progress_params_of_the_schema_are_the_servers() -> None:
+    """The schema types ``$/progress`` with its own struct (the JSON-RPC layer leaves the
+    value untyped); the fields are the ones the layer sends."""
+    from sessiond.rpc import schema as protocol
+    from sessiond.server import messages
+
+    def names(struct: type[msgspec.Struct]) -> list[str]:
+        return [field.encode_name for field in msgspec.structs.fields(struct)]
+
+    assert names(protocol.ProgressParams) == names(messages.ProgressParams)

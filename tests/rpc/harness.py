@@ -32,6 +32,7 @@ class MemorySink:
         self.written = bytearray()
         self.writes = 0
         self.closed = False
+        self.aborted = False
         self.reading_paused = False
 
     def write(self, data: bytes) -> None:
@@ -44,6 +45,10 @@ class MemorySink:
         if not self.closed:
             self.closed = True
             asyncio.get_running_loop().call_soon(self._lost, None)
+
+    def abort(self) -> None:
+        self.aborted = True
+        self.close()
 
     def pause_reading(self) -> None:
         self.reading_paused = True

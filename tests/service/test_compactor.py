@@ -1,4 +1,4 @@
-"""The compaction runner (SPEC 6, 9, 10.3, 13.4-13.5) against real summarizers."""
+"""The compaction runner (pi's ``compact`` and its hooks) against real summarizers."""
 
 from __future__ import annotations
 
@@ -26,11 +26,13 @@ from sessiond.service.hooks import (
     NoHooks,
     SuppliedCompaction,
 )
+from sessiond.service.navigator import navigate_tree
 from sessiond.service.runs import run_compaction
 from sessiond.service.summarizers import summary_context
+from sessiond.settings import Settings
 from sessiond.store.session import SessionStore
 
-from ..fake_provider import Answer, FakeProvider, default_answer
+from ..fake_provider import Answer, FakeProvider, default_answer, purpose_of
 from ..store.helpers import assistant, user
 from .helpers import CHARS, long_session, settings_with
 
@@ -209,6 +211,138 @@ async def test_failure_writes_nothing(tmp_path: Path, provider: FakeProvider):
         assert store.leaf_id == leaf and store.path.stat().st_size == size
 
 
+def _fallback_on(provider: FakeProvider, **candidate) -> Settings:
+    """The one candidate, with the extractive fallback left on (the default)."""
+    return settings_with(
+        compaction={"keepRecentTokens": 2000, "tokenEstimator": "chars", "shortSummary": False},
+        summarizer={"candidates": [provider.candidate(**candidate)]},
+    )
+
+
+@pytest.mark.parametrize("failure", ["401", "no key"])
+async def test_manual_run_without_credentials_fails_and_writes_nothing(
+    tmp_path: Path, provider: FakeProvider, failure: str, monkeypatch: pytest.MonkeyPatch
+):
+    """pi's manual path: no usable credentials is pi's credentials error, never an
+    offline summary written in the model's place."""
+    monkeypatch.delenv("SESSIOND_TEST_MISSING_KEY", raising=False)
+    if failure == "401":
+        settings = _fallback_on(provider)
+        provider.responder = lambda body: Answer(status=401, error="invalid x-api-key")
+    else:
+        settings = _fallback_on(provider, apiKeyEnv="SESSIOND_TEST_MISSING_KEY")
+    with long_session(tmp_path) as store:
+        leaf, size = store.leaf_id, store.path.stat().st_size
+        with pytest.raises(SummarizerError) as info:
+            await compactor(store, settings).run(summary_context(settings, mode="manual"))
+        assert info.value.code == -32015 and info.value.kind == "summarizerFailed"
+        assert info.value.message.startswith(
+            "Compaction requires usable credentials for openai/fake-model. "
+        )
+        assert info.value.details["errorKind"] == "auth"
+        assert [a["outcome"] for a in info.value.details["attempts"]] == (
+            ["error"] if failure == "401" else ["skipped"]
+        )
+        assert store.leaf_id == leaf and store.path.stat().st_size == size
+
+
+async def test_automatic_run_without_credentials_falls_back_to_extractive(
+    tmp_path: Path, provider: FakeProvider
+):
+    settings = _fallback_on(provider)
+    provider.responder = lambda body: Answer(status=401, error="invalid x-api-key")
+    with long_session(tmp_path) as store:
+        outcome = await compactor(store, settings).run(
+            summary_context(settings, mode="auto"), reason="threshold"
+        )
+        summarizer = outcome.entry.details["summarizer"]
+        assert summarizer["extractive"] is True
+        assert summarizer["fallbackReason"].startswith("Compaction requires usable credentials")
+
+
+def _at_level(store: SessionStore, level: str) -> None:
+    store.append({"type": "thinking_level_change", "thinkingLevel": level})
+    store.append(user("and now " + "n" * 9000))
+    store.append(assistant("done " + "d" * 9000))
+
+
+@pytest.mark.parametrize(
+    ("level", "effort"),
+    [
+        ("off", None),
+        ("minimal", "minimal"),
+        ("low", "low"),
+        ("medium", "medium"),
+        ("high", "high"),
+        ("xhigh", "high"),
+    ],
+)
+async def test_the_summary_reasons_at_the_sessions_thinking_level(
+    tmp_path: Path, provider: FakeProvider, level: str, effort: str | None
+):
+    """pi 0.73.1 passes the session's thinking level to the summarizer (none when off)."""
+    settings = settings_with(
+        compaction={"keepRecentTokens": 2000, "tokenEstimator": "chars"},
+        summarizer={"candidates": [provider.candidate(reasoning=True)]},
+    )
+    with long_session(tmp_path) as store:
+        _at_level(store, level)
+        await compactor(store, settings).run(summary_context(settings, mode="manual"))
+    assert len(provider.requests) >= 2  # the history summary and the short one
+    assert all(request.get("reasoning_effort") == effort for request in provider.requests)
+
+
+@pytest.mark.parametrize(
+    ("level", "budget"),
+    [
+        ("off", None),
+        ("minimal", 1024),
+        ("low", 2048),
+        ("medium", 8192),
+        ("high", 16384),
+        ("xhigh", 16384),
+    ],
+)
+async def test_anthropic_thinking_budget_follows_the_level(
+    tmp_path: Path, provider: FakeProvider, level: str, budget: int | None
+):
+    settings = settings_with(
+        compaction={"keepRecentTokens": 2000, "tokenEstimator": "chars", "shortSummary": False},
+        summarizer={"candidates": [provider.anthropic_candidate(reasoning=True)]},
+    )
+    with long_session(tmp_path) as store:
+        _at_level(store, level)
+        await compactor(store, settings).run(summary_context(settings, mode="manual"))
+    assert provider.requests
+    for request in provider.requests:
+        # the text's own room: 0.8 of the 16384 reserve (history), or 0.5 (a turn prefix)
+        text_tokens = {"history": 13107, "turnPrefix": 8192}[purpose_of(request)]
+        if budget is None:
+            assert "thinking" not in request and request["max_tokens"] == text_tokens
+        else:
+            assert request["thinking"] == {"type": "enabled", "budget_tokens": budget}
+            assert request["max_tokens"] == text_tokens + budget
+
+
+async def test_a_branch_summary_never_asks_for_reasoning(tmp_path: Path, provider: FakeProvider):
+    settings = settings_with(
+        compaction={"tokenEstimator": "chars"},
+        summarizer={"candidates": [provider.candidate(reasoning=True)]},
+    )
+    with long_session(tmp_path) as store:
+        _at_level(store, "high")
+        target = store.path_records()[0].id
+        await navigate_tree(
+            store,
+            settings,
+            CHARS,
+            target_id=target,
+            summaries=summary_context(settings, mode="manual"),
+            summarize=True,
+        )
+    assert provider.purposes() == ["branch"] and "reasoning_effort" not in provider.requests[0]
+
+
 async def test_cancelling_mid_request_writes_nothing(tmp_path: Path, provider: FakeProvider):
     settings = with_provider(provider)
     provider.responder = lambda body: Answer(text="late", hold=True)
@@ -308,6 +442,38 @@ async def test_compacting_hook_shapes_the_request(tmp_path: Path, provider: Fake
     assert outcome.entry.preserve_data == {"memory": [1]}
     assert outcome.entry.details["hookProblems"] == ["client 2 timed out"]
     assert hooks.calls == ["before", "compacting", "compacted"]
+
+
+async def test_a_reviewed_summary_is_not_replaced_by_a_hooks_compaction(tmp_path: Path):
+    settings = offline()
+    with long_session(tmp_path) as store:
+        supplied = SuppliedCompaction(
+            summary="the hook's own summary", first_kept_entry_id="x", tokens_before=1
+        )
+        hooks = RecordingHooks(before=BeforeCompactAnswer(compaction=supplied))
+        outcome = await compactor(store, settings, hooks).run(
+            summary_context(settings, mode="manual"), supplied_summary="Reviewed by the user."
+        )
+        assert outcome.entry.summary.startswith("Reviewed by the user.")
+        assert not outcome.from_extension and outcome.entry.from_hook is False
+        assert outcome.entry.first_kept_entry_id != "x"
+        assert outcome.entry.details["summarizer"] == {"kind": "supplied"}
+        assert outcome.entry.details["hookProblems"] == [
+            "session_before_compact returned a compaction; the reviewed summary was kept instead"
+        ]
+        assert hooks.calls == ["before", "compacting", "compacted"]
+
+
+async def test_a_hook_can_still_cancel_a_reviewed_summary(tmp_path: Path):
+    settings = offline()
+    with long_session(tmp_path) as store:
+        leaf = store.leaf_id
+        hooks = RecordingHooks(before=BeforeCompactAnswer(cancel=True))
+        with pytest.raises(CancelledError, match="^Compaction cancelled$"):
+            await compactor(store, settings, hooks).run(
+                summary_context(settings, mode="manual"), supplied_summary="Reviewed."
+            )
+        assert store.leaf_id == leaf
 
 
 async def test_prepare_review_commit(tmp_path: Path):

@@ -1,4 +1,4 @@
-"""Tree navigation with branch summaries (SPEC 8.5, 13.8) and forking (8.6, 13.9)."""
+"""Tree navigation with branch summaries (pi's ``navigateTree``) and forking (``fork``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sessiond.core.entries import BranchSummaryEntry, LabelEntry
-from sessiond.errors import InvalidParamsError, NotFoundError
+from sessiond.errors import InvalidParamsError, NotFoundError, SummarizerError
 from sessiond.service.forking import fork_at_user_message, user_messages_for_forking
 from sessiond.service.hooks import BeforeTreeAnswer, NoHooks, SuppliedBranchSummary
 from sessiond.service.navigator import NO_CONTENT, navigate_tree
@@ -137,6 +137,45 @@ async def test_abort_during_the_summary_writes_nothing(tmp_path: Path, provider:
         result = await asyncio.wait_for(task, 1)
         assert result.cancelled and result.aborted and result.summary_entry is None
         assert store.entry_count == count and store.leaf_id == leaf
+
+
+async def test_summary_without_credentials_fails_and_moves_nothing(
+    tmp_path: Path, provider: FakeProvider
+):
+    """A branch summary is asked for by the user: a 401 is pi's credentials error, not
+    an offline summary written in the model's place."""
+    settings = settings_with(
+        compaction={"tokenEstimator": "chars"}, summarizer={"candidates": [provider.candidate()]}
+    )
+    provider.responder = lambda body: Answer(status=401, error="invalid api key")
+    with SessionStore.create("/p", session_dir=tmp_path) as store:
+        ids = six(store)
+        count, leaf = store.entry_count, store.leaf_id
+        with pytest.raises(SummarizerError) as info:
+            await navigate(store, ids["u2"], summarize=True, settings=settings)
+        assert info.value.kind == "summarizerFailed" and info.value.details["errorKind"] == "auth"
+        assert info.value.message.startswith("Compaction requires usable credentials for ")
+        assert store.entry_count == count and store.leaf_id == leaf
+
+
+async def test_a_window_smaller_than_the_reserve_still_budgets_the_branch(
+    tmp_path: Path, provider: FakeProvider
+):
+    """contextWindow 8000 with the default 16384 reserve: half the window (4000 tokens)
+    of the newest messages, not the whole branch."""
+    settings = settings_with(
+        compaction={"tokenEstimator": "chars"},
+        summarizer={"candidates": [provider.candidate()], "extractiveFallback": False},
+    )
+    with SessionStore.create("/p", session_dir=tmp_path) as store:
+        start = store.append(user("start here")).id
+        for turn in range(10):  # 1000 tokens each
+            store.append(user(f"question {turn} " + "q" * 3988))
+            store.append(assistant(f"answer {turn} " + "a" * 3990))
+        await navigate(store, start, summarize=True, settings=settings, context_window=8000)
+        (prompt,) = provider.prompts()
+        assert "answer 9 " in prompt and "question 8 " in prompt
+        assert "question 7 " not in prompt and "question 0 " not in prompt
 
 
 async def test_custom_instructions_append_or_replace(tmp_path: Path, provider: FakeProvider):

@@ -1,8 +1,9 @@
-"""pi's end-of-turn checks (SPEC 10.1-10.2, 13.6): overflow, pruning, threshold."""
+"""pi's end-of-turn checks (``checkCompaction``): overflow, pruning, threshold."""
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 from sessiond.core.context import ModelRef
@@ -145,6 +146,34 @@ async def test_overflow_compacts_and_asks_for_a_retry_once(tmp_path: Path):
         second = await check(store, config, guard, model, events)
         assert second.action == "none" and second.error_message == OVERFLOW_ONE_SHOT_MESSAGE
         assert store.entry_count == count and events[-1].error_message == OVERFLOW_ONE_SHOT_MESSAGE
+
+
+async def test_a_retry_answered_in_the_compactions_millisecond_is_not_stale(tmp_path: Path):
+    """Every entry gets the same timestamp: the retry's overflow still counts (it follows
+    the compaction on the path), so the one-shot rule answers instead of silence."""
+    frozen = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
+    config = settings()
+    guard = OverflowGuard()
+    model = ModelRef("anthropic", "claude-test")
+    with SessionStore.create("/p", session_dir=tmp_path, clock=lambda: frozen) as store:
+        conversation(store)
+        store.append(user("one more"))
+        store.append(assistant("", stop="error", errorMessage="prompt is too long"))
+        first = await check(store, config, guard, model)
+        assert first.action == "retry" and first.outcome is not None
+        store.append(assistant("", stop="error", errorMessage="prompt is too long"))
+        second = await check(store, config, guard, model)
+        assert second.error_message == OVERFLOW_ONE_SHOT_MESSAGE
+
+
+async def test_an_answer_made_before_the_compaction_but_appended_after_is_stale(tmp_path: Path):
+    with SessionStore.create("/p", session_dir=tmp_path) as store:
+        conversation(store)
+        store.append(assistant("big", input=90_000))
+        assert (await check(store, settings())).outcome is not None
+        # a late append of an answer timestamped before the compaction: pi ignores it
+        store.append(assistant("late and huge", input=99_000, timestamp=1))
+        assert (await check(store, settings())).outcome is None
 
 
 async def test_overflow_guard_rearms_on_user_or_good_answer():

@@ -41,7 +41,7 @@ def write(path: Path, *lines: str, newline: bool = True) -> Path:
     return path
 
 
-# --- lazy first write (SPEC 1.8)
+# --- lazy first write (nothing on disk before the first assistant message, as pi)
 
 
 def test_file_appears_with_first_assistant_message(store: SessionStore):

@@ -145,7 +145,7 @@ def test_lock_is_released_by_a_killed_process(tmp_path: Path):
         assert store.entry_count == 5
 
 
-# --- migrations (SPEC 1.7, 13.13)
+# --- migrations (v1 -> v2 adds ids and parents, v2 -> v3 renames hookMessage; pi's tests)
 
 V1 = [
     {

@@ -1,4 +1,4 @@
-"""SPEC 13.11 (tree-traversal), 13.12 (labels), 13.15 (session ids) on the store."""
+"""pi's tree-traversal, label and session-id tests, replayed on the store."""
 
 from __future__ import annotations
 

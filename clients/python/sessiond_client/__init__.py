@@ -35,6 +35,7 @@ from .errors import (
     SessionLockedError,
     StorageError,
     SummarizerFailedError,
+    TrustedSettingError,
     UnauthorizedError,
 )
 from .notifications import Notification, NotificationStream
@@ -67,5 +68,6 @@ __all__ = [
     "SessiondClientError",
     "StorageError",
     "SummarizerFailedError",
+    "TrustedSettingError",
     "UnauthorizedError",
 ]

@@ -21,6 +21,7 @@ from msgspec import UNSET, UnsetType
 
 from .base import ProgressCallback
 from .client import SessiondClient
+from .entries import MessageInput, message_json
 from .types import AppendResult, ModelRef, TurnEndedResult, Usage
 
 # The message roles pi writes to the session at message_end.
@@ -74,18 +75,19 @@ class AgentSession:
             return await self.end_turn()
         return None
 
-    async def record(self, message: Mapping[str, Any]) -> AppendResult:
-        """Append one message as a ``message`` entry."""
+    async def record(self, message: MessageInput | Mapping[str, Any]) -> AppendResult:
+        """Append one message (a ``MessageInput`` struct or its JSON) as a ``message`` entry."""
         expected: str | UnsetType | None = self.leaf_id if self.guard_leaf else UNSET
+        data = message_json(message)
         result = await self.client.append(
             self.session_id,
-            [{"type": "message", "message": dict(message)}],
+            [{"type": "message", "message": data}],
             expected_leaf_id=expected,
         )
         self.leaf_id = result.leaf_id
         self.usage = result.usage
-        if not self._model_given and message.get("role") == "assistant":
-            provider, model_id = message.get("provider"), message.get("model")
+        if not self._model_given and data.get("role") == "assistant":
+            provider, model_id = data.get("provider"), data.get("model")
             if isinstance(provider, str) and isinstance(model_id, str):
                 self.model = ModelRef(provider=provider, model_id=model_id)
         return result

@@ -38,6 +38,7 @@ from sessiond.rpc.types import (
 )
 
 from .base import ClientBase, Connecting, ProgressCallback
+from .entries import EntryInput, entry_json
 from .rpc import Tracer
 from .transport import connect_tcp, connect_unix, resolve_token, spawn_process
 from .types import (
@@ -240,18 +241,20 @@ class SessiondClient(ClientBase):
     async def append(
         self,
         session_id: str,
-        entries: Sequence[Mapping[str, Any]],
+        entries: Sequence[EntryInput | Mapping[str, Any]],
         *,
         expected_leaf_id: str | UnsetType | None = UNSET,
     ) -> AppendResult:
         """Append entries (without id/parentId/timestamp) under the leaf, in one write.
 
+        Each entry is a ``*EntryInput`` struct (``sessiond_client.entries``) or the same
+        as a JSON object (which may carry fields the types do not list).
         ``expected_leaf_id``: refuse with ``ConflictError`` unless the leaf is still this
         one (None: "no entries yet"); leave it out to append unconditionally.
         """
         params = AppendParams(
             session_id=session_id,
-            entries=[dict(entry) for entry in entries],
+            entries=[entry_json(entry) for entry in entries],
             expected_leaf_id=expected_leaf_id,
         )
         return await self.request("session/append", params, AppendResult)

@@ -92,6 +92,14 @@ class InvalidEntryError(InvalidParamsError):
     kind = "invalidEntry"
 
 
+class TrustedSettingError(InvalidParamsError):
+    """A setting only the daemon's settings file or command line may set (an endpoint,
+    a key's variable, headers, ``storage.allowedRoots``); ``details["setting"]`` names
+    it (code -32602 too)."""
+
+    kind = "trustedSetting"
+
+
 class InternalError(SessiondClientError):
     kind = "internal"
     default_code = INTERNAL_ERROR
@@ -182,6 +190,7 @@ _DAEMON_ERRORS: tuple[type[SessiondClientError], ...] = (
     MethodNotFoundError,
     InvalidParamsError,
     InvalidEntryError,
+    TrustedSettingError,
     InternalError,
     ServerNotInitializedError,
     UnauthorizedError,

@@ -1,6 +1,13 @@
-import type { AppendResult, ModelRef, TurnEndedResult } from "./generated/protocol.js";
+import type {
+  AgentMessage,
+  AppendResult,
+  EntryInput,
+  MessageInput,
+  ModelRef,
+  TurnEndedResult,
+} from "./generated/protocol.js";
 import type { SessionMethods } from "./methods.js";
-import type { AgentMessage, AssistantMessage, CustomMessage, EntryInput, WorkDoneProgress } from "./types.js";
+import type { WorkDoneProgress } from "./types.js";
 
 /** The pi agent events the bridge acts on; every other event passes through untouched. */
 export type AgentEvent =
@@ -75,7 +82,7 @@ export class AgentSessionBridge {
   }
 
   /** Append a message whatever its role (for messages the frontend persists itself, as pi's bash path). */
-  appendMessage(message: AgentMessage): Promise<AppendResult> {
+  appendMessage(message: MessageInput): Promise<AppendResult> {
     return this.enqueue(() => this.appendEntries([{ type: "message", message }]));
   }
 
@@ -97,11 +104,8 @@ export class AgentSessionBridge {
   }
 
   private async persist(message: AgentMessage): Promise<void> {
-    if (message.role === "assistant") {
-      const assistant = message as AssistantMessage;
-      if (typeof assistant.provider === "string" && typeof assistant.model === "string") {
-        this.lastModel = { provider: assistant.provider, modelId: assistant.model };
-      }
+    if (message.role === "assistant" && typeof message.provider === "string" && typeof message.model === "string") {
+      this.lastModel = { provider: message.provider, modelId: message.model };
     }
     const entry = entryFor(message);
     if (entry) await this.appendEntries([entry]);
@@ -138,19 +142,19 @@ export class AgentSessionBridge {
 function entryFor(message: AgentMessage): EntryInput | undefined {
   switch (message.role) {
     case "user":
-    case "assistant":
     case "toolResult":
       return { type: "message", message };
-    case "custom": {
-      const custom = message as CustomMessage;
+    case "assistant":
+      // pi's assistant messages always carry `api`; the daemon refuses one without it.
+      return { type: "message", message: message as MessageInput };
+    case "custom":
       return {
         type: "custom_message",
-        customType: custom.customType,
-        content: custom.content,
-        display: custom.display,
-        ...(custom.details !== undefined ? { details: custom.details } : {}),
+        customType: message.customType,
+        content: message.content,
+        display: message.display,
+        ...(message.details !== undefined ? { details: message.details } : {}),
       };
-    }
     default:
       return undefined;
   }

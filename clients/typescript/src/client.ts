@@ -27,7 +27,9 @@ import {
   type CompletionRequest,
   type InitializeResult,
   type LlmCompleteResult,
+  type LogMessageParams,
   type MethodName,
+  type ProgressParams,
   type ServerNotifications,
   type ServerRequests,
   type SessionChanged,
@@ -36,7 +38,7 @@ import {
 } from "./generated/protocol.js";
 import { HOOKS, type HookName } from "./hooks.js";
 import { connectLink, spawnLink, type ConnectOptions, type Link, type SpawnOptions } from "./transport.js";
-import type { LogMessageParams, ProgressParams, ProgressToken, WorkDoneProgress } from "./types.js";
+import type { ProgressToken, WorkDoneProgress } from "./types.js";
 import { SessionMethods, type CallOptions, type MethodParams, type MethodResult } from "./methods.js";
 
 export interface InitializeOptions {

@@ -13,6 +13,7 @@ export type ErrorKind =
   | "unauthorized"
   | "invalidParams"
   | "invalidEntry"
+  | "trustedSetting"
   | "notFound"
   | "conflict"
   | "busy"
@@ -28,7 +29,10 @@ export type ErrorKind =
   | "disconnected"
   | (string & {});
 
-/** Numeric codes of the protocol; kinds are finer (invalidParams and invalidEntry share a code). */
+/**
+ * Numeric codes of the protocol; kinds are finer (invalidParams, invalidEntry and
+ * trustedSetting share a code).
+ */
 export const ErrorCode = {
   ParseError: -32700,
   InvalidRequest: -32600,

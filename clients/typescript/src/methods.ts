@@ -13,7 +13,7 @@ import type {
   PathResult,
   RunCompactionResult,
 } from "./generated/protocol.js";
-import type { AgentMessage, Entry, EntryInput, WorkDoneProgress } from "./types.js";
+import type { WorkDoneProgress } from "./types.js";
 
 export type MethodParams<M extends MethodName> = Methods[M]["params"];
 export type MethodResult<M extends MethodName> = Methods[M]["result"];
@@ -28,16 +28,15 @@ export interface CallOptions {
   onProgress?: (value: WorkDoneProgress) => void;
 }
 
-// Where the schema says "any JSON" because entries and messages travel untouched,
-// the client knows their shape; these refine the generated types accordingly.
-type With<T, K extends keyof T, V> = Omit<T, K> & { [P in K]: V };
-export type AppendInput = With<AppendParams, "entries", EntryInput[]>;
-export type EntriesOutput = With<EntriesResult, "entries", Entry[]>;
-export type EntryOutput = With<EntryResult, "entry", Entry>;
-export type PathOutput = With<PathResult, "entries", Entry[]>;
-export type BuildContextOutput = With<BuildContextResult, "messages", AgentMessage[]>;
-export type RunCompactionOutput = With<RunCompactionResult, "entry", Entry>;
-export type NavigateOutput = With<NavigateResult, "summaryEntry", Entry | null | undefined>;
+// The schema types entries and messages, so these are the generated types; the names stay
+// for code written against earlier versions of this client.
+export type AppendInput = AppendParams;
+export type EntriesOutput = EntriesResult;
+export type EntryOutput = EntryResult;
+export type PathOutput = PathResult;
+export type BuildContextOutput = BuildContextResult;
+export type RunCompactionOutput = RunCompactionResult;
+export type NavigateOutput = NavigateResult;
 
 type P<M extends MethodName> = MethodParams<M>;
 type R<M extends MethodName> = Promise<MethodResult<M>>;
@@ -71,16 +70,16 @@ export abstract class SessionMethods {
     return this.request("session/append", params, options);
   }
   /** `session/entries`: a page of entries in file order, or the entries with `ids`. */
-  async entries(params: EntriesParams, options?: CallOptions): Promise<EntriesOutput> {
-    return (await this.request("session/entries", params, options)) as EntriesOutput;
+  entries(params: EntriesParams, options?: CallOptions): Promise<EntriesOutput> {
+    return this.request("session/entries", params, options);
   }
   /** `session/entry`: one entry by id. */
-  async entry(params: P<"session/entry">, options?: CallOptions): Promise<EntryOutput> {
-    return (await this.request("session/entry", params, options)) as EntryOutput;
+  entry(params: P<"session/entry">, options?: CallOptions): Promise<EntryOutput> {
+    return this.request("session/entry", params, options);
   }
   /** `session/path`: the entries from the root to the leaf (or to `fromId`). */
-  async path(params: P<"session/path">, options?: CallOptions): Promise<PathOutput> {
-    return (await this.request("session/path", params, options)) as PathOutput;
+  path(params: P<"session/path">, options?: CallOptions): Promise<PathOutput> {
+    return this.request("session/path", params, options);
   }
   /** `session/tree`: every node with its children, labels and whether it is on the active path. */
   tree(params: P<"session/tree">, options?: CallOptions): R<"session/tree"> {
@@ -103,8 +102,8 @@ export abstract class SessionMethods {
     return this.request("session/userMessages", params, options);
   }
   /** `context/build`: the messages to send to the model at the leaf (`format: "llm"` converts them). */
-  async buildContext(params: BuildContextParams, options?: CallOptions): Promise<BuildContextOutput> {
-    return (await this.request("context/build", params, options)) as BuildContextOutput;
+  buildContext(params: BuildContextParams, options?: CallOptions): Promise<BuildContextOutput> {
+    return this.request("context/build", params, options);
   }
   /** `context/usage`: how full the context is, and whether it should be compacted. */
   contextUsage(params: P<"context/usage">, options?: CallOptions): R<"context/usage"> {
@@ -119,16 +118,16 @@ export abstract class SessionMethods {
     return this.request("compaction/prepare", params, options);
   }
   /** `compaction/run`: compact now (`summary` commits a reviewed one); reports `$/progress`. */
-  async runCompaction(params: P<"compaction/run">, options?: CallOptions): Promise<RunCompactionOutput> {
-    return (await this.request("compaction/run", params, options)) as RunCompactionOutput;
+  runCompaction(params: P<"compaction/run">, options?: CallOptions): Promise<RunCompactionOutput> {
+    return this.request("compaction/run", params, options);
   }
   /** `compaction/abort`: stop a running compaction of the session. */
   abortCompaction(params: P<"compaction/abort">, options?: CallOptions): R<"compaction/abort"> {
     return this.request("compaction/abort", params, options);
   }
   /** `tree/navigate`: move the leaf, optionally summarizing the branch left behind. */
-  async navigateTree(params: P<"tree/navigate">, options?: CallOptions): Promise<NavigateOutput> {
-    return (await this.request("tree/navigate", params, options)) as NavigateOutput;
+  navigateTree(params: P<"tree/navigate">, options?: CallOptions): Promise<NavigateOutput> {
+    return this.request("tree/navigate", params, options);
   }
   /** `tree/abort`: stop a running branch summary. */
   abortTree(params: P<"tree/abort">, options?: CallOptions): R<"tree/abort"> {

@@ -25,7 +25,7 @@ import type { Event } from "vscode-jsonrpc/node";
 import { SessiondClient, type InitializeOptions } from "./client.js";
 import type { InitializeResult } from "./generated/protocol.js";
 import { DEFAULT_COMMAND, splitCommandLine } from "./transport.js";
-import type { AssistantMessage, UserMessage } from "./types.js";
+import type { AssistantMessageInput, UserMessage } from "./generated/protocol.js";
 
 // ------------------------------------------------------------------ the daemon's command
 
@@ -315,7 +315,7 @@ export function userMessage(text: string): UserMessage & { content: string } {
  * tokens (`totalTokens`; 50 of them output), which is what sessiond's context usage and
  * threshold checks read. Provider `test-provider`, model `test-model`, no cost.
  */
-export function assistantMessage(text: string, tokens = 100): AssistantMessage {
+export function assistantMessage(text: string, tokens = 100): AssistantMessageInput {
   return {
     role: "assistant",
     content: [{ type: "text", text }],
@@ -359,7 +359,7 @@ export function turn(
   i: number,
   tokens: number,
   text: TurnText = DEFAULT_TURN_TEXT,
-): [MessageEntryInput<UserMessage & { content: string }>, MessageEntryInput<AssistantMessage>] {
+): [MessageEntryInput<UserMessage & { content: string }>, MessageEntryInput<AssistantMessageInput>] {
   return [
     { type: "message", message: userMessage(`task ${i}: ${text.user.repeat(12)}`) },
     { type: "message", message: assistantMessage(`done ${i}: ${text.assistant.repeat(12)}`, tokens) },

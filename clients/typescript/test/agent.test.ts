@@ -57,10 +57,12 @@ describe("AgentSessionBridge", () => {
 
     const path = await client.path({ sessionId });
     assert.deepEqual(
-      path.entries.map((e) => (e.message as { role: string }).role),
+      path.entries.map((e) => (e.type === "message" ? e.message.role : e.type)),
       ["user", "assistant", "toolResult", "assistant"],
     );
-    assert.equal((path.entries[2]!.message as ToolResultMessage).toolCallId, "call-1");
+    const result = path.entries[2];
+    assert.ok(result?.type === "message" && result.message.role === "toolResult");
+    assert.equal(result.message.toolCallId, "call-1");
     assert.equal(bridge.leafId, path.entries.at(-1)!.id);
     const decision = settled.at(-1);
     assert.equal(decision?.action, "none");
@@ -96,8 +98,11 @@ describe("AgentSessionBridge", () => {
       path.entries.map((e) => e.type),
       ["custom_message", "message"],
     );
-    assert.equal(path.entries[0]!.customType, "note");
-    assert.equal((path.entries[1]!.message as { command: string }).command, "pwd");
+    const [custom, bash] = path.entries;
+    assert.ok(custom?.type === "custom_message");
+    assert.equal(custom.customType, "note");
+    assert.ok(bash?.type === "message" && bash.message.role === "bashExecution");
+    assert.equal(bash.message.command, "pwd");
   });
 
   it("answers agent_end with continue and a prompt after a threshold compaction", async () => {

@@ -53,6 +53,12 @@ describe("generated protocol types", () => {
     const { typeOf, generateTypes } = await loadGenerator();
     assert.equal(typeOf({ anyOf: [{ type: "string" }, { type: "null" }] }), "string | null");
     assert.equal(typeOf({ anyOf: [{}, { type: "null" }] }), "unknown");
+    // Tagged unions (entries on `type`, messages on `role`) and a typed free-form object.
+    const tagged = { anyOf: [{ $ref: "#/$defs/A" }, { $ref: "#/$defs/B" }], discriminator: { propertyName: "type" } };
+    assert.equal(typeOf(tagged), "A | B");
+    assert.equal(typeOf({ type: "array", items: tagged }), "(A | B)[]");
+    assert.equal(typeOf({ enum: ["assistant"] }), '"assistant"');
+    assert.equal(typeOf({ $ref: "#/$defs/EntryInput", type: "object" }), "EntryInput");
     assert.equal(typeOf({ enum: ["agent", "llm"] }), '"agent" | "llm"');
     assert.equal(typeOf({ type: "array", items: { enum: ["a", "b"] } }), '("a" | "b")[]');
     assert.equal(typeOf({ type: "array" }), "unknown[]");
@@ -63,8 +69,11 @@ describe("generated protocol types", () => {
     const out = generateTypes({
       protocolVersion: "9",
       methods: { "x/do": { params: { $ref: "#/$defs/P" }, result: { type: "null" } } },
-      notifications: {},
-      serverRequests: { "hooks/h": { kind: "notification", params: { $ref: "#/$defs/P" } } },
+      notifications: {
+        "n/plain": { params: { $ref: "#/$defs/P" } },
+        "hooks/h": { hook: "h", params: { $ref: "#/$defs/P" } },
+      },
+      serverRequests: { "hooks/r": { hook: "r", params: { $ref: "#/$defs/P" }, result: { type: "null" } } },
       $defs: {
         P: {
           type: "object",
@@ -80,7 +89,9 @@ describe("generated protocol types", () => {
       /\/\*\* Params\. \*\/\nexport interface P \{\n  id: string;\n  \/\*\* @default 3 \*\/\n  "odd-name"\?: number;\n\}/,
     );
     assert.match(out, /"x\/do": \{ params: P; result: null \};/);
+    assert.match(out, /export interface Notifications \{\n  "n\/plain": P;\n\}/);
     assert.match(out, /export interface ServerNotifications \{\n  "hooks\/h": P;\n\}/);
+    assert.match(out, /export interface ServerRequests \{\n  "hooks\/r": \{ params: P; result: null \};\n\}/);
   });
 });
 

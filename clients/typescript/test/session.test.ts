@@ -36,10 +36,12 @@ describe("a session over stdio", () => {
     assert.equal(created.persisted, false);
 
     const changed = nextEvent(client.onSessionChanged, (e) => e.sessionId === created.sessionId);
+    // A field the schema does not list (a value, not a literal: literals are checked for typos).
+    const withExtraField = { ...userMessage("hello"), extraField: "kept" };
     const appended = await client.append({
       sessionId: created.sessionId,
       entries: [
-        { type: "message", message: { ...userMessage("hello"), extraField: "kept" } },
+        { type: "message", message: withExtraField },
         { type: "message", message: assistantMessage("hi there", 120) },
       ],
     });
@@ -58,7 +60,8 @@ describe("a session over stdio", () => {
       ["user", "assistant"],
     );
     // Fields sessiond does not know travel untouched.
-    assert.equal((context.messages[0] as Record<string, unknown>).extraField, "kept");
+    const first: object = context.messages[0]!;
+    assert.equal((first as Record<string, unknown>).extraField, "kept");
     assert.deepEqual(context.entryIds, appended.ids);
 
     const path = await client.path({ sessionId: created.sessionId });

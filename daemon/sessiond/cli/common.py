@@ -52,6 +52,11 @@ def run_command(handler: Callable[[argparse.Namespace], int], args: argparse.Nam
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        # A file the command was pointed at cannot be read or written (--output, ...).
+        where = f"{exc.filename}: " if exc.filename is not None else ""
+        print(f"sessiond: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1
 
 
 def plural(count: int, word: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -17,10 +18,21 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         ),
     )
     add_server_arguments(parser)
+    from .common import add_settings_arguments
+
+    # The daemon's trusted settings: endpoints, keys and headers come from here (or the
+    # settings file), never from a client.
+    add_settings_arguments(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from sessiond.rpc.app import serve
+    from sessiond.server import TransportError
 
-    return serve(args)
+    try:
+        return serve(args)
+    except TransportError as exc:
+        # Cannot start as asked (address, token, options): a usage error, status 2.
+        print(f"sessiond: error: {exc}", file=sys.stderr)
+        return 2

@@ -1,4 +1,4 @@
-"""What a branch summary covers (SPEC 8.1-8.3): the entries left behind, within a budget.
+"""What a branch summary covers: the entries left behind, within a budget.
 
 Navigating from the old leaf to a target abandons the entries between the old
 leaf and the deepest ancestor the two share. Their messages (tool results
@@ -69,7 +69,7 @@ def collect_entries_for_branch_summary(
 
 
 def message_for_branch(entry: Entry) -> AnyMessage | None:
-    """SPEC 8.2: tool results are skipped; compactions bring their summary."""
+    """Tool results are skipped (the tool call says enough); compactions bring their summary."""
     if isinstance(entry, MessageEntry) and isinstance(entry.message, ToolResultMessage):
         return None
     if isinstance(entry, CompactionEntry):
@@ -106,4 +106,12 @@ def prepare_branch_entries(
 
 
 def branch_token_budget(context_window: int | None, reserve_tokens: int) -> int:
-    return (context_window or DEFAULT_CONTEXT_WINDOW) - reserve_tokens
+    """pi's budget for the branch's messages: the window less the reserve.
+
+    When the reserve does not leave any of the window (a small model's window,
+    or a large ``branchSummary.reserveTokens``), pi's budget is zero or less,
+    which ``prepare_branch_entries`` reads as "no limit", so the whole branch went
+    to the summarizer: the reserve is then taken as half the window instead."""
+    window = context_window or DEFAULT_CONTEXT_WINDOW
+    budget = window - reserve_tokens
+    return budget if budget > 0 else max(1, window // 2)

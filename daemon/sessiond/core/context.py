@@ -1,4 +1,4 @@
-"""buildSessionContext (SPEC 3.1, pi 0.73 semantics): what the model sees at a leaf.
+"""pi 0.73's buildSessionContext: what the model sees at a leaf.
 
 Walk from the leaf to the root; the latest compaction on that path contributes
 its summary, then the kept entries from its ``firstKeptEntryId`` up to it, then

@@ -1,4 +1,4 @@
-"""convertToLlm (SPEC 3.2): agent messages to the messages a provider accepts.
+"""pi's convertToLlm: agent messages to the messages a provider accepts.
 
 User, assistant and tool-result messages pass through; sessiond's own roles
 (bash and python runs, custom messages, summaries, file mentions) become user

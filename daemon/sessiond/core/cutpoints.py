@@ -1,4 +1,4 @@
-"""Where to cut a path for compaction (SPEC 5.1-5.3).
+"""Where to cut a path for compaction (pi's findCutPoint; protocol/behaviour.md#cut-points).
 
 A cut keeps everything from the cut point to the leaf and summarizes what is
 before it. It may land on a user, assistant, bash, custom or summary message,
@@ -17,7 +17,7 @@ from .messages import AssistantMessage, ToolCall, ToolResultMessage
 from .path_view import PathView
 
 # Roles a cut may land on. pi's list, the legacy hookMessage spelling of
-# custom, and the oh-my-pi roles it excludes only by accident (SPEC 14 item 5).
+# custom, and the oh-my-pi roles it excludes only by accident (it tests that old name).
 CUT_ROLES: Final = frozenset(
     {
         "user",
@@ -100,7 +100,7 @@ def find_cut_point(path: PathView, start: int, end: int, keep_recent_tokens: int
 
     Metadata just before the cut (model or thinking changes, labels) is pulled
     into the kept part. Unlike pi, that pull-in does not turn a cut at a user
-    message into a "split turn" (SPEC 14 item 3).
+    message into a "split turn" whose prefix is the whole previous turn.
     """
     points = find_valid_cut_points(path, start, end)
     if not points:

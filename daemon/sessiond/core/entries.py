@@ -1,4 +1,4 @@
-"""The session file's header and entry types (SPEC 1.2-1.4), pi's and oh-my-pi's.
+"""The session file's header and entry types (format v3), pi's and oh-my-pi's.
 
 Every line after the header is one entry: ``{type, id, parentId, timestamp,
 ...}``. The tagged union ``Entry`` decodes the known types; a line of a type

@@ -1,8 +1,8 @@
-"""File-operation tracking (SPEC 6.9): which files the summarized work read and changed.
+"""File-operation tracking: which files the summarized work read and changed.
 
 The summary gets ``<read-files>`` and ``<modified-files>`` tags, one path per
 line, blocks separated by a blank line (pi's form; oh-my-pi's template joins
-paths with a literal backslash-n, SPEC 14 item 6). Existing tags in a summary
+paths with a literal backslash-n and runs the blocks together). Existing tags in a summary
 are replaced rather than appended to, so a summarizer that echoes the previous
 summary's tags does not make them pile up.
 """

@@ -1,4 +1,4 @@
-"""Agent messages and their content blocks, as pi stores them (SPEC section 2).
+"""Agent messages and their content blocks, as pi and oh-my-pi store them.
 
 The types are the schema: field names are snake_case in Python and camelCase on
 disk and on the wire (``rename="camel"``). Optional fields default to ``None``

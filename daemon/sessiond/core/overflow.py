@@ -1,4 +1,4 @@
-"""Context-overflow detection (SPEC 4.4, pi 0.73.1): did the provider refuse or cut the prompt?
+"""Context-overflow detection (pi 0.73.1): did the provider refuse or cut the prompt?
 
 An error whose message matches what providers say when the prompt is too long
 (pi's patterns, plus oh-my-pi's), unless it reads as rate limiting; or a

@@ -1,4 +1,4 @@
-"""prepareCompaction (SPEC 5.4 with pi 0.73.1's boundary, SPEC 16): what to summarize.
+"""pi 0.73.1's prepareCompaction: what to summarize.
 
 The window starts where the previous compaction's kept region starts, so the
 region it kept is summarized this time (with its summary as the previous
@@ -155,7 +155,7 @@ def adjusted_keep_recent_tokens(
     oh-my-pi divides the budget by measured prompt tokens over estimated tokens;
     the measured prompt includes the system prompt and tool definitions, which
     the estimate never sees, so a large system prompt collapses the kept region
-    to a single message (SPEC 14 item 13). sessiond instead fits a line through
+    to a single message. sessiond instead fits a line through
     the measurements of every request since the last compaction: prompt tokens
     against the estimate of the context that request carried. The slope is the
     estimator's bias, the intercept the fixed overhead. With fewer than two

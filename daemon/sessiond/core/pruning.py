@@ -1,4 +1,4 @@
-"""Pre-compaction pruning of old tool outputs (SPEC 7, oh-my-pi's pruneToolOutputs).
+"""Pre-compaction pruning of old tool outputs (oh-my-pi's pruneToolOutputs).
 
 Walking from the newest tool result back, the first 40k tokens of output are
 protected; older results (except ``skill`` and ``read``, whose content the

@@ -1,4 +1,4 @@
-"""serializeConversation (SPEC 6.1): the conversation as plain text for a summarizer.
+"""pi's serializeConversation: the conversation as plain text for a summarizer.
 
 Each message becomes labelled parts (``[User]: ...``, ``[Assistant]: ...``,
 ``[Assistant tool calls]: ...``, ``[Tool result]: ...``) joined by blank lines.

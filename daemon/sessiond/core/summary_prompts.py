@@ -1,4 +1,4 @@
-"""The texts sent to a summarizer (SPEC 6.2-6.5, 8.4), built from ``prompts/``.
+"""The texts sent to a summarizer, built from ``prompts/``.
 
 The user message is the serialized conversation in ``<conversation>`` tags,
 then the previous summary and any extra context lines from hooks, then the

@@ -1,11 +1,11 @@
-"""Token accounting (SPEC 4): per-message estimates, usage-based measures, thresholds.
+"""Token accounting: per-message estimates, usage-based measures, thresholds.
 
 Two estimators. ``chars`` is pi's ``ceil(chars / 4)`` with JavaScript string
 lengths, for exact parity with pi. ``tiktoken`` (the default) counts o200k_base
 tokens of the same text fragments, as oh-my-pi does; unlike oh-my-pi it also
 counts ``custom``, ``developer``, ``pythonExecution`` and ``fileMention``
 messages, which oh-my-pi counts as zero only because its switch still uses a
-role name that the v3 migration renamed (SPEC 14 item 5).
+role name that the v3 migration renamed (``hookMessage``, now ``custom``).
 """
 
 from __future__ import annotations

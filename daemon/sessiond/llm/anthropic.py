@@ -15,28 +15,44 @@ from contextlib import aclosing
 
 import msgspec
 
-from sessiond.llm.base import Completion, CompletionRequest, ProgressMeter, Usage
-from sessiond.llm.errors import ProviderError, classify, scrub
+from sessiond.llm.base import (
+    Completion,
+    CompletionRequest,
+    ProgressMeter,
+    ReasoningLevel,
+    Usage,
+)
+from sessiond.llm.errors import ProviderError, classify, scrub, snippet
 from sessiond.llm.sse import PlainBody, decode_body
 from sessiond.llm.streaming import StreamingSummarizer
 from sessiond.llm.transport import MAX_BODY_BYTES, StallWatch, url_host
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
+# How much of a malformed answer an error quotes.
+_QUOTED_CHARS = 200
 
 # Extended thinking: the budget must be at least 1024 and below max_tokens, and
 # max_tokens counts thinking plus text. 32000 is the smallest output limit of the
 # models that can think (Opus 4/4.1), so staying under it is safe for them all.
 _MIN_THINKING_BUDGET = 1024
-_HIGH_THINKING_BUDGET = 16384
 _MAX_TOKENS_WITH_THINKING = 32000
+# pi's thinking budget per level; "xhigh" gets "high"'s, as pi gives token-budget
+# providers.
+THINKING_BUDGETS: dict[ReasoningLevel, int] = {
+    "minimal": 1024,
+    "low": 2048,
+    "medium": 8192,
+    "high": 16384,
+    "xhigh": 16384,
+}
 
 
-def thinking_budget(max_tokens: int) -> tuple[int, int]:
+def thinking_budget(max_tokens: int, level: ReasoningLevel = "high") -> tuple[int, int]:
     """``(budget_tokens, max_tokens)`` for a request that wants ``max_tokens`` of text."""
     text_tokens = max(1, max_tokens)
     room = _MAX_TOKENS_WITH_THINKING - text_tokens
-    budget = max(_MIN_THINKING_BUDGET, min(_HIGH_THINKING_BUDGET, room))
+    budget = max(_MIN_THINKING_BUDGET, min(THINKING_BUDGETS[level], room))
     return budget, text_tokens + budget
 
 
@@ -188,8 +204,9 @@ class AnthropicSummarizer(StreamingSummarizer):
             max_tokens=max(1, request.max_tokens),
             stream=True,
         )
-        if request.reasoning and self.reasoning:
-            budget, body.max_tokens = thinking_budget(request.max_tokens)
+        effort = request.effort
+        if effort is not None and self.reasoning:
+            budget, body.max_tokens = thinking_budget(request.max_tokens, effort)
             body.thinking = _Thinking(type="enabled", budget_tokens=budget)
         return msgspec.json.encode(body)
 
@@ -243,7 +260,8 @@ class AnthropicSummarizer(StreamingSummarizer):
 
     def _malformed(self, what: str, data: str) -> ProviderError:
         return ProviderError(
-            f"Malformed {what} from {url_host(self.base_url)}: {scrub(data[:200], self._secrets)}",
+            f"Malformed {what} from {url_host(self.base_url)}: "
+            f"{snippet(data, _QUOTED_CHARS, self._secrets)}",
             error_kind="badResponse",
             model=self.label,
         )

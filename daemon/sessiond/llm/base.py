@@ -20,6 +20,8 @@ import msgspec
 _log = logging.getLogger(__name__)
 
 Purpose: TypeAlias = Literal["history", "update", "turnPrefix", "short", "branch"]
+# pi's thinking levels, "off" aside: how hard a summarizer that can reason should think.
+ReasoningLevel: TypeAlias = Literal["minimal", "low", "medium", "high", "xhigh"]
 
 # camelCase on the wire, unset optionals left out: a completion's attempts end up
 # in a compaction entry's ``details``.
@@ -36,6 +38,16 @@ class CompletionRequest(msgspec.Struct, rename="camel", kw_only=True):
     # its model supports it (pi's rule: reasoning only if ``model.reasoning``).
     reasoning: bool = False
     purpose: Purpose = "history"
+    # How much (the session's thinking level, as pi passes it); null when
+    # ``reasoning`` is false. ``reasoning`` alone means "high".
+    reasoning_level: ReasoningLevel | None = None
+
+    @property
+    def effort(self) -> ReasoningLevel | None:
+        """The level to ask a reasoning model for, or None for no reasoning."""
+        if not self.reasoning:
+            return None
+        return self.reasoning_level or "high"
 
 
 class Usage(msgspec.Struct, **_WIRE):

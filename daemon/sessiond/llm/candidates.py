@@ -21,9 +21,10 @@ from sessiond.llm.extractive import ExtractiveSummarizer
 from sessiond.llm.openai import OpenAIChatSummarizer
 from sessiond.llm.remote import RemoteSummarizer
 from sessiond.llm.transport import is_local_url, url_host
+from sessiond.redaction import header_secrets, remember, url_secrets
 from sessiond.settings import SummarizerCandidate
+from sessiond.settings_trust import key_variable
 
-DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 _AUTH_HEADERS = {"authorization", "x-api-key", "api-key"}
 
 
@@ -53,12 +54,11 @@ def _key(
     candidate: SummarizerCandidate, environ: Mapping[str, str]
 ) -> tuple[bool, str | None, str | None]:
     """``(usable, key, reason_if_not)``."""
-    env_name = candidate.api_key_env
-    if env_name is None and candidate.base_url is None:
-        env_name = DEFAULT_KEY_ENV.get(candidate.kind)
+    env_name = key_variable(candidate.kind, candidate.api_key_env, candidate.base_url)
     if env_name:
         key = environ.get(env_name, "").strip()
         if key:
+            remember(key)  # from now on, no log line or error of this process repeats it
             return True, key, None
         return False, None, f"No API key: environment variable {env_name} is not set"
     if candidate.kind == "remote" or is_local_url(candidate.base_url or ""):
@@ -72,7 +72,7 @@ def resolve(
     candidate: SummarizerCandidate, environ: Mapping[str, str], client: ClientComplete | None
 ) -> ResolvedCandidate:
     label = candidate_label(candidate)
-    header_secrets = tuple(value for value in candidate.headers.values() if value)
+    known_secrets = (*header_secrets(candidate.headers), *url_secrets(candidate.base_url))
     if candidate.kind == "extractive":
         return ResolvedCandidate(label, ExtractiveSummarizer())
     if candidate.kind == "client":
@@ -84,7 +84,7 @@ def resolve(
     if candidate.kind == "remote" and not candidate.base_url:
         return ResolvedCandidate(label, None, "a remote candidate needs baseUrl (its endpoint)")
     usable, key, reason = _key(candidate, environ)
-    secrets = (key, *header_secrets) if key else header_secrets
+    secrets = (key, *known_secrets) if key else known_secrets
     if not usable:
         return ResolvedCandidate(label, None, reason, model_backed=True, secrets=secrets)
     summarizer: Summarizer

@@ -1,4 +1,4 @@
-"""Candidates tried in order, with pi's retries and backoff (SPEC 10.6).
+"""Candidates tried in order, with oh-my-pi's retries and backoff for compaction.
 
 Auto mode (auto-compaction, and sessiond's default): for each usable candidate,
 try; an auth failure moves on; a rate limit, a usage limit, a transient failure
@@ -9,12 +9,14 @@ another candidate remains; an overflow is never retried; anything else moves
 on. Manual mode is pi's manual path: no retries, only auth failures move on,
 any other failure is raised at once.
 
-When every candidate failed, the offline extractive summarizer stands in
-(``extractiveFallback``, on by default) and says why in ``fallbackReason``.
-With no candidate configured at all it is simply the summarizer.
+When every candidate failed in auto mode, the offline extractive summarizer
+stands in (``extractiveFallback``, on by default) and says why in
+``fallbackReason``. A manual run never falls back: the user asked for a model's
+summary, so pi's credentials error (or the failure) is raised and nothing is
+written. With no candidate configured at all it is simply the summarizer.
 
 When pi's remote endpoint is configured (and ``remoteEnabled``), history,
-update and short summaries go there instead of to a model (SPEC 6.7); turn
+update and short summaries go there instead of to a model (``llm.remote``); turn
 prefixes and branch summaries still use the candidates.
 """
 
@@ -51,6 +53,7 @@ from sessiond.llm.extractive import MODEL_LABEL as EXTRACTIVE_LABEL
 from sessiond.llm.extractive import ExtractiveSummarizer
 from sessiond.llm.remote import RemoteSummarizer
 from sessiond.llm.retry_after import retry_after_from_text
+from sessiond.redaction import url_secrets
 from sessiond.settings import RetrySettings, Settings, SummarizerSettings
 
 _log = logging.getLogger(__name__)
@@ -134,7 +137,8 @@ class SummarizerChain:
         """What ``complete`` would try for this request, keys looked up now."""
         if self.remote_endpoint and request.purpose in REMOTE_PURPOSES:
             remote = RemoteSummarizer(self.remote_endpoint, timeout_s=REMOTE_TIMEOUT_S)
-            return [ResolvedCandidate(remote.label, remote)]
+            secrets = tuple(url_secrets(self.remote_endpoint))
+            return [ResolvedCandidate(remote.label, remote, secrets=secrets)]
         environ = os.environ if self._environ is None else self._environ
         return [resolve(c, environ, self._client) for c in self.settings.candidates]
 
@@ -174,7 +178,7 @@ class SummarizerChain:
                 return msgspec.structs.replace(outcome, attempts=run.attempts)
             last_error = outcome
         final = self._final(self._give_up_error(candidates, last_error, mode), run.attempts)
-        if self.settings.extractive_fallback:
+        if self.settings.extractive_fallback and mode == "auto":
             _log.warning("every summarizer failed, using the extractive one: %s", final.message)
             return await self._extractive(request, progress, run.attempts, reason=final.message)
         raise final

@@ -3,11 +3,14 @@
 The chain decides what to do next (retry, next candidate, give up) from
 ``error_kind`` alone, so every summarizer classifies its failures here: by HTTP
 status when there is one, else by the text, with the regular expressions pi and
-oh-my-pi use (SPEC 10.6, 10.7).
+oh-my-pi use for retries (see protocol/behaviour.md#summarizer-requests).
 
 An error's text is the provider's own words, so pi's
 ``Summarization failed: <err>`` reads as users know it. It must never carry an
-API key: every summarizer passes its secrets to ``scrub`` before raising.
+API key, nor any part of one: every summarizer passes its secrets to ``scrub`` (or
+``sessiond.redaction.clip`` for a piece cut from a body) before raising, and the
+chain scrubs again against every candidate's secrets and every secret the process
+knows (``sessiond.redaction.KNOWN``).
 """
 
 from __future__ import annotations
@@ -21,12 +24,13 @@ import msgspec
 from sessiond.core.overflow import is_overflow_error_message
 from sessiond.errors import SummarizerError
 from sessiond.llm.base import Attempt
+from sessiond.redaction import REDACTED, clip, redact
 
 ErrorKind: TypeAlias = Literal[
     "auth", "rateLimit", "transient", "usageLimit", "overflow", "badResponse", "other"
 ]
 
-# oh-my-pi's #isTransientErrorMessage pattern (SPEC 10.6).
+# oh-my-pi's #isTransientErrorMessage pattern: outages, overload, rate limits, network faults.
 _TRANSIENT_RE = re.compile(
     r"overloaded|provider.?returned.?error|rate.?limit|too many requests|429|500|502|503|504"
     r"|service.?unavailable|server.?error|internal.?error|retry your request|network.?error"
@@ -66,7 +70,7 @@ def classify(text: str, status: int | None = None) -> ErrorKind:
     """The kind of a failure, from its HTTP status (if any) and its text.
 
     Overflow comes first: a prompt that did not fit must go back to be
-    shrunk, never be retried as it is (SPEC 10.7).
+    shrunk, never be retried as it is (pi sends overflows to compaction, not to retry).
     """
     if is_overflow_error_message(text):
         return "overflow"
@@ -128,7 +132,6 @@ class ProviderError(SummarizerError):
         return copy
 
 
-_REDACTED = "[redacted]"
 # Tokens that look like credentials even when we do not know them (a key echoed
 # by a proxy, a bearer header quoted in an error page).
 # Both need a digit so that prose ("Bearer authentication required") survives.
@@ -139,17 +142,15 @@ _KEY_SHAPES = re.compile(
 
 
 def scrub_secrets(text: str, secrets: Iterable[str | None]) -> str:
-    """``text`` without any of ``secrets`` (a summary keeps key-shaped text it is about)."""
-    for secret in secrets:
-        # Very short "keys" would blank out ordinary words; nobody's key is that short.
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, _REDACTED)
-    return text
+    """``text`` without ``secrets`` or the process's known secrets, whole or any run of 8
+    or more of their characters (a summary keeps key-shaped text it is about)."""
+    return redact(text, secrets)
 
 
 def scrub(text: str, secrets: Iterable[str | None]) -> str:
-    """``text`` without any of ``secrets`` and without anything shaped like a key."""
-    return _KEY_SHAPES.sub(_REDACTED, scrub_secrets(text, secrets))
+    """``text`` without any secret (as ``scrub_secrets``) and without anything shaped like
+    a key."""
+    return _KEY_SHAPES.sub(REDACTED, redact(text, secrets))
 
 
 def scrub_error(error: ProviderError, secrets: Iterable[str | None]) -> ProviderError:
@@ -157,11 +158,18 @@ def scrub_error(error: ProviderError, secrets: Iterable[str | None]) -> Provider
     return error if cleaned == error.message else error.with_message(cleaned)
 
 
+def snippet(text: str, limit: int, secrets: Iterable[str | None]) -> str:
+    """At most ``limit`` characters of ``text`` to quote in an error, scrubbed of secrets
+    before and where it is cut (``sessiond.redaction.clip``) and of key shapes."""
+    return _KEY_SHAPES.sub(REDACTED, clip(text, limit, secrets))
+
+
 _MAX_ERROR_TEXT = 2000
 
 
-def error_text_from_body(body: bytes) -> str:
-    """The human part of an error body: ``error.message`` and friends, else the raw text.
+def error_text_from_body(body: bytes, secrets: Iterable[str | None] = ()) -> str:
+    """The human part of an error body: ``error.message`` and friends, else the raw text,
+    scrubbed of ``secrets`` (before it is cut to a readable length).
 
     Handles OpenAI's ``{"error": {"message", "type", "code"}}``, Anthropic's
     ``{"type": "error", "error": {"type", "message"}}``, and the ``{"error": "..."}``,
@@ -173,9 +181,9 @@ def error_text_from_body(body: bytes) -> str:
     try:
         data = msgspec.json.decode(body)
     except msgspec.DecodeError:
-        return _clip(text)
+        return _clip(text, secrets)
     found = _message_in(data)
-    return _clip(found if found else text)
+    return _clip(found if found else text, secrets)
 
 
 def _message_in(data: Any) -> str | None:
@@ -206,24 +214,25 @@ def _message_in(data: Any) -> str | None:
     return None
 
 
-def _clip(text: str) -> str:
+def _clip(text: str, secrets: Iterable[str | None]) -> str:
     if len(text) <= _MAX_ERROR_TEXT:
-        return text
-    return text[:_MAX_ERROR_TEXT] + f"... [{len(text) - _MAX_ERROR_TEXT} more characters]"
+        return scrub(text, secrets)
+    shown = snippet(text, _MAX_ERROR_TEXT, secrets)
+    return f"{shown}... [{len(text) - _MAX_ERROR_TEXT} more characters]"
 
 
-def http_error_message(status: int, body: bytes) -> str:
+def http_error_message(status: int, body: bytes, secrets: Iterable[str | None] = ()) -> str:
     """``"<status> <provider text>"``, the shape pi's SDK errors have.
 
     An empty body reads ``"<status> status code (no body)"``, which is what the
-    overflow rules expect from Cerebras and Mistral (SPEC 4.4).
+    overflow rules expect from Cerebras and Mistral (``core.overflow``).
     """
-    text = error_text_from_body(body)
+    text = error_text_from_body(body, secrets)
     return f"{status} {text}" if text else f"{status} status code (no body)"
 
 
 def credentials_error(label: str | None) -> str:
-    """oh-my-pi's auth failure text (SPEC 10.9), pointed at sessiond's setting."""
+    """oh-my-pi's text for a compaction without credentials, pointed at sessiond's setting."""
     if label is None:
         return (
             "Compaction requires a model with usable credentials, but no authenticated "

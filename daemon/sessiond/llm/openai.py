@@ -13,12 +13,14 @@ from contextlib import aclosing
 import msgspec
 
 from sessiond.llm.base import Completion, CompletionRequest, ProgressMeter, Usage
-from sessiond.llm.errors import ProviderError, classify, scrub
+from sessiond.llm.errors import ProviderError, classify, scrub, snippet
 from sessiond.llm.sse import PlainBody, decode_body
 from sessiond.llm.streaming import StreamingSummarizer
 from sessiond.llm.transport import MAX_BODY_BYTES, StallWatch, url_host
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+# How much of a malformed answer an error quotes.
+_QUOTED_CHARS = 200
 
 
 # --- request body -------------------------------------------------------------
@@ -138,8 +140,10 @@ class OpenAIChatSummarizer(StreamingSummarizer):
             body.stream_options = _StreamOptions(include_usage=True)
         else:
             body.max_tokens = request.max_tokens
-        if request.reasoning and self.reasoning:
-            body.reasoning_effort = "high"
+        effort = request.effort
+        if effort is not None and self.reasoning:
+            # pi's level as it is; "xhigh" only some models take, so it asks for "high".
+            body.reasoning_effort = "high" if effort == "xhigh" else effort
         return msgspec.json.encode(body)
 
     def _request_headers(self) -> dict[str, str]:
@@ -179,9 +183,9 @@ class OpenAIChatSummarizer(StreamingSummarizer):
             return _chunk_decoder.decode(data)
         except (msgspec.DecodeError, msgspec.ValidationError):
             what = "stream chunk" if streamed else "response (neither JSON nor an event stream)"
-            snippet = scrub(data[:200], self._secrets)
+            quoted = snippet(data, _QUOTED_CHARS, self._secrets)
             raise ProviderError(
-                f"Malformed {what} from {url_host(self.base_url)}: {snippet}",
+                f"Malformed {what} from {url_host(self.base_url)}: {quoted}",
                 error_kind="badResponse",
                 model=self.label,
             ) from None

@@ -1,4 +1,5 @@
-"""pi's remote compaction endpoint (SPEC 6.7): ``{systemPrompt, prompt} -> {summary}``.
+"""pi's remote compaction endpoint (``compaction.remoteEndpoint``): ``{systemPrompt, prompt}
+-> {summary}``.
 
 The failure texts are oh-my-pi's, word for word, because users and extensions
 match on them.
@@ -16,6 +17,7 @@ from sessiond.llm.base import Completion, CompletionRequest, ProgressCallback, P
 from sessiond.llm.errors import ProviderError
 from sessiond.llm.retry_after import retry_after_from_headers
 from sessiond.llm.transport import MAX_BODY_BYTES, post, read_body, url_host
+from sessiond.redaction import header_secrets, url_secrets
 
 MISSING_SUMMARY = "Remote compaction response missing summary"
 
@@ -68,7 +70,7 @@ class RemoteSummarizer:
             headers=headers,
             body=body,
             timeout_s=self.timeout_s,
-            secrets=(self._api_key, *self._headers.values()),
+            secrets=(self._api_key, *header_secrets(self._headers), *url_secrets(self.url)),
             model=self.label,
         ) as response:
             status = response.status_code

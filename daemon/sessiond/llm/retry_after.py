@@ -1,4 +1,4 @@
-"""How long a provider asked us to wait (SPEC 10.6), from headers or from error text.
+"""How long a provider asked us to wait (a retry-after), from headers or from error text.
 
 The four sources in pi's priority order:
 

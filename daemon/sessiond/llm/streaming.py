@@ -13,6 +13,7 @@ from typing import ClassVar
 
 from sessiond.llm.base import Completion, CompletionRequest, ProgressCallback, ProgressMeter
 from sessiond.llm.transport import post, status_error
+from sessiond.redaction import header_secrets, url_secrets
 
 
 class StreamingSummarizer:
@@ -44,7 +45,7 @@ class StreamingSummarizer:
 
     @property
     def _secrets(self) -> tuple[str | None, ...]:
-        return (self._api_key, *self._headers.values())
+        return (self._api_key, *header_secrets(self._headers), *url_secrets(self.base_url))
 
     def _endpoint(self) -> str:
         raise NotImplementedError

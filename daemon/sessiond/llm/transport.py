@@ -130,7 +130,8 @@ async def status_error(
 ) -> ProviderError:
     """The ProviderError for a non-2xx answer: pi-shaped text, kind, retry-after."""
     body = await read_body(response, 64 * 1024)
-    message = scrub(http_error_message(response.status_code, body), secrets)
+    secrets = tuple(secrets)
+    message = scrub(http_error_message(response.status_code, body, secrets), secrets)
     retry_after = retry_after_from_headers(response.headers)
     if retry_after is None:
         retry_after = retry_after_from_text(message)

@@ -1,1 +1,2 @@
-"""sessiond's protocol: the methods, notifications and hooks of DESIGN.md on the JSON-RPC layer."""
+"""sessiond's protocol on the JSON-RPC layer: the methods, notifications and hooks of
+protocol/README.md."""

@@ -6,8 +6,8 @@ import argparse
 import logging
 
 from sessiond.server import RpcServer, configure_logging, endpoint_from_args
-from sessiond.server.options import loop_factory_from_args
-from sessiond.server.transports import TransportError
+from sessiond.server.options import limits_from_args, loop_factory_from_args
+from sessiond.settings import Settings, load_settings, merge_settings, parse_assignments
 
 from . import compaction_methods, context_methods, session_methods, settings_methods, tree_methods
 from .daemon import Daemon
@@ -34,16 +34,26 @@ def build_daemon(daemon: Daemon | None = None) -> Daemon:
     return daemon
 
 
+def trusted_settings(args: argparse.Namespace) -> tuple[Settings, list[str]]:
+    """The daemon's trusted settings: the settings file (``--settings`` or the user's),
+    then ``--set`` assignments. Only these may name endpoints, keys and headers."""
+    settings, warnings = load_settings(getattr(args, "settings", None))
+    overrides = parse_assignments(getattr(args, "assignments", []))
+    if overrides:
+        settings, _ = merge_settings(settings, overrides, strict=True, source="--set")
+    return settings, warnings
+
+
 def serve(args: argparse.Namespace) -> int:
-    """``sessiond serve``: run the daemon on the transport the options name."""
+    """``sessiond serve``: run the daemon on the transport the options name.
+
+    Raises ``TransportError`` when it cannot start as asked (the CLI prints it, exits 2).
+    """
     configure_logging(args.log_level, args.log_file)
-    try:
-        endpoint = endpoint_from_args(args)
-        loop_factory = loop_factory_from_args(args)
-    except TransportError as exc:
-        _log.error("%s", exc)
-        return 2
-    daemon = build_daemon()
+    endpoint = endpoint_from_args(args)
+    loop_factory = loop_factory_from_args(args)
+    limits = limits_from_args(args)
+    daemon = build_daemon(Daemon(*trusted_settings(args)))
     if daemon.base_settings.compaction.token_estimator == "tiktoken":
         from sessiond.tokenizer import warm_up_in_background
 
@@ -53,5 +63,6 @@ def serve(args: argparse.Namespace) -> int:
         on_shutdown=daemon.on_shutdown,
         on_connection=daemon.on_connection,
         max_frame_bytes=args.max_message_bytes,
+        limits=limits,
     )
     return server.run(endpoint, loop_factory=loop_factory)

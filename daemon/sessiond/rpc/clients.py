@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from sessiond.errors import REQUEST_CANCELLED, CancelledError
 from sessiond.llm.base import CompletionRequest
 from sessiond.llm.client import ClientComplete
+from sessiond.llm.errors import ProviderError
 from sessiond.server import ClientRequestFailed, ClientReturnedError, Connection
 
 from .types import ClientCapabilities, LlmCompleteResult
@@ -64,18 +65,36 @@ class Clients:
             if state.id in clients and state.initialized and state.wants(method):
                 state.connection.notify(method, params)
 
-    def llm_client(self, preferred: int | None = None) -> ClientComplete | None:
-        """``llm/complete`` through the preferred client if it can, else the first that can."""
-        candidates = [c for c in self if c.capabilities.llm and not c.connection.closed]
-        chosen = next((c for c in candidates if c.id == preferred), None)
-        chosen = chosen or (candidates[0] if candidates else None)
-        if chosen is None:
+    def llm_client(
+        self, *, preferred: int | None, audience: Callable[[], Collection[int]]
+    ) -> ClientComplete | None:
+        """``llm/complete`` through a client of ``audience`` (the clients that have the
+        session open: the request carries its conversation, and the answer is written
+        into it): the preferred client if it can, else the first that can. None when no
+        such client offers it now; the choice is made again at each call, so a client
+        that closed the session meanwhile is not asked."""
+
+        def choose() -> ClientState | None:
+            allowed = audience()
+            able = [
+                c
+                for c in self
+                if c.capabilities.llm and not c.connection.closed and c.id in allowed
+            ]
+            return next((c for c in able if c.id == preferred), able[0] if able else None)
+
+        if choose() is None:
             return None
-        connection = chosen.connection
 
         async def complete(request: CompletionRequest) -> str:
+            chosen = choose()
+            if chosen is None:
+                raise ProviderError(
+                    "no client with the session open offers llm/complete any more",
+                    error_kind="other",
+                )
             try:
-                result = await connection.request(
+                result = await chosen.connection.request(
                     "llm/complete",
                     request,
                     result_type=LlmCompleteResult,

@@ -19,6 +19,7 @@ from .daemon import Daemon
 from .hooks import preparation_wire
 from .types import (
     AbortResult,
+    AutoCompactionReport,
     CompactionEndedNotification,
     CompactionPreparationWire,
     CompactionStartedNotification,
@@ -45,17 +46,12 @@ def publish_event(actor: SessionActor, event: CompactionEvent) -> None:
 
 
 def ended_notification(actor: SessionActor, event: CompactionEnded) -> CompactionEndedNotification:
-    result: dict[str, Any] | None = None
-    if event.result is not None:
-        built = msgspec.to_builtins(event.result)
-        assert isinstance(built, dict)
-        result = built
     return CompactionEndedNotification(
         session_id=actor.session_id,
         reason=event.reason,
         aborted=event.aborted,
         will_retry=event.will_retry,
-        result=result,
+        result=event.result,
         error_message=event.error_message,
         skipped=event.skipped,
         entry_id=event.entry_id,
@@ -81,7 +77,7 @@ def register(daemon: Daemon) -> None:
     async def run(ctx: RequestContext, params: RunCompactionParams) -> RunCompactionResult:
         actor = daemon.actor(params.session_id)
         settings = daemon.settings(ctx, actor, params.settings)
-        summaries = daemon.summaries(ctx, settings, "manual", "Compacting the session")
+        summaries = daemon.summaries(ctx, actor, settings, "manual", "Compacting the session")
         compactor = Compactor(
             actor.store,
             settings.compaction,
@@ -129,7 +125,7 @@ def register(daemon: Daemon) -> None:
         model = params.model if params.model is not None else actor.store.leaf_view.model
 
         async def compact(reason: Any, will_retry: bool) -> Any:
-            summaries = daemon.summaries(ctx, settings, "auto", "Compacting the session")
+            summaries = daemon.summaries(ctx, actor, settings, "auto", "Compacting the session")
             compactor = Compactor(
                 actor.store, settings.compaction, estimator, daemon.hooks(actor, settings)
             )
@@ -160,6 +156,7 @@ def register(daemon: Daemon) -> None:
             now_ms=int(time.time() * 1000),
         )
         if check.pruned is not None and not check.pruned.empty:
+            daemon.note_pruned(actor, check.pruned.tokens_saved)
             daemon.changed(actor, "rewrite")
         if check.outcome is not None:
             daemon.changed(actor, "compaction")
@@ -174,6 +171,11 @@ def register(daemon: Daemon) -> None:
                 tokens_after=outcome.tokens_after,
             )
             if outcome is not None
+            else None,
+            auto_compaction=AutoCompactionReport(
+                reason=check.auto.reason, outcome=check.auto.outcome, message=check.auto.message
+            )
+            if check.auto is not None
             else None,
             error_message=check.error_message,
             pruned_entries=len(check.pruned.candidates) if check.pruned is not None else 0,

@@ -2,19 +2,26 @@
 
 Settings are layered per request: the user's settings file, then the
 connection's overrides (``initialize.settings``), then the session's
-(``settings/update``), then the call's own (``settings`` in the params).
+(``settings/update``), then the call's own (``settings`` in the params). Every
+layer but the file is a client's, checked against the file (``settings_trust``):
+clients choose among configured endpoints and keys, never name their own, and a
+session's layer can shorten a request's waits but not lengthen them.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import time
+import weakref
 from typing import Any, Literal
 
 from sessiond._version import __version__
 from sessiond.core.tokens import resolve_threshold_tokens, should_compact
 from sessiond.errors import InvalidParamsError
 from sessiond.llm.base import Progress
+from sessiond.redaction import remember
 from sessiond.server import (
     Connection,
     MessageType,
@@ -26,7 +33,14 @@ from sessiond.server import (
 )
 from sessiond.service.sessions import SessionActor, SessionRegistry
 from sessiond.service.summaries import SummaryContext
-from sessiond.settings import LayerCache, Settings, load_settings, merge_settings
+from sessiond.settings import (
+    LayerCache,
+    Settings,
+    load_settings,
+    merge_settings,
+    settings_to_builtins,
+)
+from sessiond.settings_trust import configured_secrets
 
 from .clients import Clients, ClientState
 from .hooks import ClientHooks
@@ -61,16 +75,44 @@ NOTIFICATIONS = [
 _PROGRESS_INTERVAL = 0.25
 
 
+def protocol_version_warning(version: Any) -> str | None:
+    """What to tell a client whose ``initialize.protocolVersion`` is not ``"1"``.
+
+    It is served anyway: refusing a client over the spelling of a version it may
+    well speak would help nobody."""
+    if version is None or version == PROTOCOL_VERSION:
+        return None
+    if isinstance(version, str):
+        shown = version
+    else:
+        shown = json.dumps(version)
+        if shown == PROTOCOL_VERSION:
+            return f"protocolVersion {shown} should be the string {json.dumps(PROTOCOL_VERSION)}"
+    if len(shown) > 80:
+        shown = shown[:77] + "..."
+    return (
+        f"client speaks protocol {shown}; this daemon speaks {PROTOCOL_VERSION} "
+        "(methods may be missing or differ)"
+    )
+
+
 class Daemon:
     def __init__(self, settings: Settings | None = None, warnings: list[str] | None = None) -> None:
         if settings is None:
             settings, warnings = load_settings()
         self.base_settings = settings
+        # Every key and header value the settings give access to, so that no log line,
+        # error or summary can repeat one (keys are also read again at each call).
+        remember(*configured_secrets(settings_to_builtins(settings), os.environ))
         self._layers = LayerCache()
         self.settings_warnings = list(warnings or [])
         for warning in self.settings_warnings:
             _log.warning("settings: %s", warning)
         self.clients = Clients()
+        # Per session: (the last measured usage's entry id, tokens pruned since it).
+        self._pruned: weakref.WeakKeyDictionary[SessionActor, tuple[str, int]] = (
+            weakref.WeakKeyDictionary()
+        )
         self.sessions = SessionRegistry(
             settings=lambda: self.base_settings,
             publish=self.clients.publish,
@@ -99,11 +141,13 @@ class Daemon:
         return state
 
     def _hooks_for(self, actor: SessionActor) -> ClientHooks:
-        return ClientHooks(self.clients, actor, lambda: actor.settings().hooks.timeout_ms / 1000)
+        # Not on behalf of a request: the settings file's wait, which no client can stretch.
+        return ClientHooks(self.clients, actor, lambda: self.base_settings.hooks.timeout_ms / 1000)
 
     def hooks(self, actor: SessionActor, settings: Settings) -> ClientHooks:
         """The session's hooks for one request: its effective ``hooks.timeoutMs`` applies
-        (the connection's ``initialize.settings`` included, not only the session's)."""
+        (the connection's ``initialize.settings`` included, not only the session's, which
+        can only shorten it: see ``settings``)."""
         timeout = settings.hooks.timeout_ms / 1000
         return ClientHooks(self.clients, actor, lambda: timeout)
 
@@ -121,15 +165,13 @@ class Daemon:
                 params.settings,
                 strict=False,
                 source="initialize.settings",
-                trusted=False,
+                configured=self.base_settings,
             )
             warnings += problems
             state.overrides = dict(params.settings)
-        if params.protocol_version not in (None, PROTOCOL_VERSION):
-            warnings.append(
-                f"client speaks protocol {params.protocol_version}; this daemon speaks "
-                f"{PROTOCOL_VERSION} (methods may be missing or differ)"
-            )
+        version_warning = protocol_version_warning(params.protocol_version)
+        if version_warning is not None:
+            warnings.append(version_warning)
         state.initialized = True
         if state.wants("window/logMessage"):
             for warning in warnings:
@@ -160,33 +202,59 @@ class Daemon:
         actor: SessionActor | None = None,
         call: dict[str, Any] | None = None,
     ) -> Settings:
-        """Effective settings: file, then connection, then session, then this call."""
+        """Effective settings: file, then connection, then session, then this call.
+
+        The session's layer is shared by every client of the session, so it may only
+        shorten the waits of this request (hook timeouts, retries): what the file and
+        this client's own layers allow is the most it waits."""
         state = self.client(ctx)
-        settings = self.base_settings
+        trusted = self.base_settings
+        settings = trusted
         if state.overrides:
-            settings = self._layers.merge(settings, state.overrides, "client")
+            settings = self._layers.merge(settings, state.overrides, "client", configured=trusted)
         if actor is not None and actor.overrides:
-            settings = self._layers.merge(settings, actor.overrides, "session")
+            settings = self._layers.merge(
+                settings, actor.overrides, "session", configured=trusted, session_layer=True
+            )
         if call:
             settings, _ = merge_settings(
-                settings, call, strict=True, source="settings", trusted=False
+                settings, call, strict=True, source="settings", configured=trusted
             )
         return settings
 
+    def note_pruned(self, actor: SessionActor, saved: int) -> None:
+        """Pruning saved ``saved`` tokens of output that the last measured usage counted."""
+        record = actor.store.leaf_view.last_usage_record
+        if record is None or saved <= 0:
+            return
+        noted = self._pruned.get(actor)
+        before = noted[1] if noted is not None and noted[0] == record.id else 0
+        self._pruned[actor] = (record.id, before + saved)
+
+    def _pruned_since_usage(self, actor: SessionActor) -> int:
+        noted = self._pruned.get(actor)
+        record = actor.store.leaf_view.last_usage_record
+        return noted[1] if noted is not None and record is not None and noted[0] == record.id else 0
+
     def usage(self, actor: SessionActor, settings: Settings, window: int | None) -> Usage:
+        """How full the context is. Output pruned since the last measured usage is taken
+        off it (pi subtracts what pruning saved), until the next answer measures anew."""
         if window is not None and window <= 0:
             raise InvalidParamsError("contextWindow must be a positive number of tokens")
         context_window = window or settings.context.default_context_window
         estimator = actor.estimator(settings)
         estimate = actor.store.leaf_view.estimate_context(estimator, fresh=True)
+        pruned = self._pruned_since_usage(actor) if estimate.usage_tokens > 0 else 0
+        usage_tokens = max(0, estimate.usage_tokens - pruned)
+        tokens = usage_tokens + estimate.trailing_tokens if pruned else estimate.tokens
         threshold = resolve_threshold_tokens(context_window, settings.compaction)
         return Usage(
-            tokens=estimate.tokens,
+            tokens=tokens,
             context_window=context_window,
             threshold=threshold,
-            should_compact=should_compact(estimate.tokens, context_window, settings.compaction),
-            percent=round(100 * estimate.tokens / context_window, 2),
-            usage_tokens=estimate.usage_tokens,
+            should_compact=should_compact(tokens, context_window, settings.compaction),
+            percent=round(100 * tokens / context_window, 2),
+            usage_tokens=usage_tokens,
             trailing_tokens=estimate.trailing_tokens,
             estimator=estimator.name,
         )
@@ -211,12 +279,16 @@ class Daemon:
     def summaries(
         self,
         ctx: RequestContext,
+        actor: SessionActor,
         settings: Settings,
         mode: Literal["manual", "auto"],
         title: str,
     ) -> SummaryContext:
-        """A summarizer for this request, reporting ``$/progress`` when it has a token."""
-        client = self.clients.llm_client(preferred=ctx.connection.id)
+        """A summarizer for this request, reporting ``$/progress`` when it has a token.
+        ``llm/complete`` goes only to a client that has the session open."""
+        client = self.clients.llm_client(
+            preferred=ctx.connection.id, audience=lambda: actor.subscribers
+        )
         progress = None
         if ctx.work_done_token is not None and self.client(ctx).wants("$/progress"):
             ctx.progress(WorkDoneBegin(title=title, cancellable=True))

@@ -1,4 +1,5 @@
-"""The hooks of DESIGN.md, answered by clients over server-to-client requests.
+"""pi's hook events (``hooks/*`` in protocol/README.md), answered by clients over
+server-to-client requests.
 
 pi's rules: only clients that declared a hook (and have the session open) are
 asked, in connection order, one after another; the last non-empty answer

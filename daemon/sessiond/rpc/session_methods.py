@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import msgspec
@@ -87,7 +88,9 @@ def register(daemon: Daemon) -> None:
                 raise
             return store
 
-        actor = daemon.sessions.create(create, ctx.connection.id)
+        # On the event loop, unlike session/open: nothing is read (a stat, the directory,
+        # the lock), and a client may send requests for the new id right behind it.
+        actor = daemon.sessions.create(create, ctx.connection.id, params.id)
         if params.write_now:
             actor.store.write_now()
         return NewSessionResult(
@@ -98,15 +101,18 @@ def register(daemon: Daemon) -> None:
         )
 
     @router.request("session/open", OpenSessionParams)
-    def open_(ctx: RequestContext, params: OpenSessionParams) -> OpenSessionResult:
+    async def open_(ctx: RequestContext, params: OpenSessionParams) -> OpenSessionResult:
         storage = daemon.settings(ctx).storage
-        actor, opened = daemon.sessions.open(
+        # The file is read in a worker thread: other clients are served meanwhile.
+        actor, opened = await daemon.sessions.open(
             _path(params.path, "path", storage.allowed_roots), ctx.connection.id, storage
         )
         store = actor.store
         recovery = None if store.recovery.clean else store.recovery
         if opened and recovery is not None:
-            actor.publish(
+            # To the opener only: a client that joined the same open gets it in its result.
+            daemon.clients.publish(
+                {ctx.connection.id},
                 "session/recovered",
                 SessionRecovered(
                     session_id=actor.session_id, path=str(store.path), recovery=recovery
@@ -123,7 +129,7 @@ def register(daemon: Daemon) -> None:
         )
 
     @router.request("session/list", ListSessionsParams)
-    def list_(ctx: RequestContext, params: ListSessionsParams) -> ListSessionsResult:
+    async def list_(ctx: RequestContext, params: ListSessionsParams) -> ListSessionsResult:
         settings = daemon.settings(ctx)
         roots = settings.storage.allowed_roots
         if params.session_dir:
@@ -133,7 +139,8 @@ def register(daemon: Daemon) -> None:
         else:
             raise InvalidParamsError("session/list needs cwd or sessionDir")
         check_allowed(directory, roots)
-        return ListSessionsResult(sessions=list_sessions(directory))
+        # Every file of the directory is scanned: in a worker thread, as for session/open.
+        return ListSessionsResult(sessions=await asyncio.to_thread(list_sessions, directory))
 
     @router.request("session/close", SessionRef)
     def close(ctx: RequestContext, params: SessionRef) -> CloseResult:

@@ -22,7 +22,7 @@ def register(daemon: Daemon) -> None:
         settings = daemon.settings(ctx, actor)
         abort = asyncio.Event()
         summaries = (
-            daemon.summaries(ctx, settings, "manual", "Summarizing the branch")
+            daemon.summaries(ctx, actor, settings, "manual", "Summarizing the branch")
             if params.summarize
             else None
         )

@@ -3,7 +3,8 @@
 These types are the schema (``protocol/schema.json`` is generated from them).
 Names are camelCase on the wire. Entries and stored messages travel as their
 original JSON (``msgspec.Raw``), so fields sessiond does not know reach the
-client untouched.
+client untouched; ``entry_types`` gives each such field the schema of what it
+holds.
 """
 
 from __future__ import annotations
@@ -14,8 +15,18 @@ import msgspec
 
 from sessiond.core.context import ModelRef
 from sessiond.core.entries import SessionHeader
+from sessiond.service.events import CompactionReason, CompactionResult
 from sessiond.store.listing import SessionSummary
 from sessiond.store.recovery import RecoveryReport
+
+from .entry_types import (
+    BranchSummaryEntryJson,
+    CompactionEntryJson,
+    ContextMessagesJson,
+    EntryInputObject,
+    StoredEntryJson,
+    StoredMessageJson,
+)
 
 PROTOCOL_VERSION = "1"
 
@@ -54,7 +65,9 @@ class ClientCapabilities(msgspec.Struct, kw_only=True, **_W):
 
 class InitializeParams(msgspec.Struct, kw_only=True, **_W):
     client_info: ClientInfo | None = None
-    protocol_version: str | None = None
+    # "1". Any other JSON value (1 as a number included) is served with a warning;
+    # the schema says what to send.
+    protocol_version: Annotated[Any, msgspec.Meta(extra_json_schema={"type": "string"})] = None
     capabilities: ClientCapabilities = msgspec.field(default_factory=ClientCapabilities)
     # Setting overrides for this connection, {group: {key: value}}.
     settings: dict[str, Any] | None = None
@@ -138,7 +151,7 @@ class AppendParams(msgspec.Struct, kw_only=True, **_W):
     session_id: str
     # Entry objects without id, parentId and timestamp, e.g.
     # {"type": "message", "message": {"role": "user", "content": "hi"}}.
-    entries: list[dict[str, Any]]
+    entries: list[EntryInputObject]
     # Refuse (conflict) unless the leaf is still this one; null means "no leaf yet".
     expected_leaf_id: str | msgspec.UnsetType | None = msgspec.UNSET
 
@@ -172,7 +185,7 @@ class EntriesParams(msgspec.Struct, kw_only=True, **_W):
 
 
 class EntriesResult(msgspec.Struct, kw_only=True, **_W):
-    entries: list[msgspec.Raw]
+    entries: list[StoredEntryJson]
     total: int
 
 
@@ -182,7 +195,7 @@ class EntryParams(msgspec.Struct, kw_only=True, **_W):
 
 
 class EntryResult(msgspec.Struct, kw_only=True, **_W):
-    entry: msgspec.Raw
+    entry: StoredEntryJson
 
 
 class PathParams(msgspec.Struct, kw_only=True, **_W):
@@ -191,7 +204,7 @@ class PathParams(msgspec.Struct, kw_only=True, **_W):
 
 
 class PathResult(msgspec.Struct, kw_only=True, **_W):
-    entries: list[msgspec.Raw]
+    entries: list[StoredEntryJson]
 
 
 class TreeParams(msgspec.Struct, kw_only=True, **_W):
@@ -266,7 +279,7 @@ class BuildContextParams(msgspec.Struct, kw_only=True, **_W):
 class BuildContextResult(msgspec.Struct, kw_only=True, **_W):
     # pi's AgentMessages ("agent") or provider messages ("llm"); stored messages
     # are their original JSON.
-    messages: msgspec.Raw
+    messages: ContextMessagesJson
     thinking_level: str
     model: ModelRef | None
     # Ids of the entries the messages came from (the summary's is its compaction's).
@@ -297,11 +310,29 @@ class CompactionSummaryInfo(msgspec.Struct, kw_only=True, **_W):
     tokens_after: int
 
 
+class AutoCompactionReport(msgspec.Struct, kw_only=True, **_W):
+    """What became of the automatic compaction a turn called for (never an error).
+
+    ``compacted``: written (``compaction`` has it). ``failed``: every summarizer
+    failed, or an overflow right after an overflow compaction. ``skipped``: nothing
+    to compact. ``cancelled``: a ``session_before_compact`` hook said cancel.
+    ``aborted``: ``compaction/abort``, or a ``compaction/run`` that took over.
+    Nothing is written unless ``compacted``.
+    """
+
+    reason: Literal["threshold", "overflow"]
+    outcome: Literal["compacted", "failed", "skipped", "cancelled", "aborted"]
+    # pi's words: the failure, the skip reason, or "Compaction cancelled".
+    message: str | None = None
+
+
 class TurnEndedResult(msgspec.Struct, kw_only=True, **_W):
     action: Literal["none", "retry", "continue"]
     # With "continue": the message to send as the next user turn.
     prompt: str | None = None
     compaction: CompactionSummaryInfo | None = None
+    # Set whenever the checks called for a compaction, whatever became of it.
+    auto_compaction: AutoCompactionReport | None = None
     error_message: str | None = None
     pruned_entries: int = 0
     tokens_saved: int = 0
@@ -330,8 +361,8 @@ class CompactionPreparationWire(msgspec.Struct, kw_only=True, **_W):
     keep_recent_tokens: int
     previous_summary: str | None = None
     # With includeMessages (and in hooks): the messages, stored ones as their original JSON.
-    messages_to_summarize: list[msgspec.Raw] | None = None
-    turn_prefix_messages: list[msgspec.Raw] | None = None
+    messages_to_summarize: list[StoredMessageJson] | None = None
+    turn_prefix_messages: list[StoredMessageJson] | None = None
 
 
 class RunCompactionParams(msgspec.Struct, kw_only=True, **_W):
@@ -346,7 +377,7 @@ class RunCompactionParams(msgspec.Struct, kw_only=True, **_W):
 
 
 class RunCompactionResult(msgspec.Struct, kw_only=True, **_W):
-    entry: msgspec.Raw
+    entry: CompactionEntryJson
     tokens_before: int
     tokens_after: int
     from_extension: bool
@@ -380,7 +411,7 @@ class NavigateResult(msgspec.Struct, kw_only=True, **_W):
     leaf_id: str | None
     aborted: bool = False
     editor_text: str | None = None
-    summary_entry: msgspec.Raw | None = None
+    summary_entry: BranchSummaryEntryJson | None = None
 
 
 # --------------------------------------------------------------------- settings
@@ -413,16 +444,17 @@ class SessionChanged(msgspec.Struct, kw_only=True, **_W):
 
 class CompactionStartedNotification(msgspec.Struct, kw_only=True, **_W):
     session_id: str
-    reason: str
+    reason: CompactionReason
     will_retry: bool
 
 
 class CompactionEndedNotification(msgspec.Struct, kw_only=True, **_W):
     session_id: str
-    reason: str
+    reason: CompactionReason
     aborted: bool
     will_retry: bool
-    result: dict[str, Any] | None = None
+    # What was written (or, with an error, would have been).
+    result: CompactionResult | None = None
     error_message: str | None = None
     skipped: bool = False
     entry_id: str | None = None
@@ -461,7 +493,7 @@ class BeforeCompactHookResult(msgspec.Struct, kw_only=True, **_W):
 
 class CompactingHookParams(msgspec.Struct, kw_only=True, **_W):
     session_id: str
-    messages: list[msgspec.Raw]
+    messages: list[StoredMessageJson]
 
 
 class CompactingHookResult(msgspec.Struct, kw_only=True, **_W):
@@ -472,7 +504,7 @@ class CompactingHookResult(msgspec.Struct, kw_only=True, **_W):
 
 class CompactHookParams(msgspec.Struct, kw_only=True, **_W):
     session_id: str
-    compaction_entry: msgspec.Raw
+    compaction_entry: CompactionEntryJson
     from_extension: bool
 
 
@@ -505,7 +537,7 @@ class TreeHookParams(msgspec.Struct, kw_only=True, **_W):
     session_id: str
     new_leaf_id: str | None
     old_leaf_id: str | None
-    summary_entry: msgspec.Raw | None = None
+    summary_entry: BranchSummaryEntryJson | None = None
     from_extension: bool | None = None
 
 

@@ -14,11 +14,13 @@ Generic on purpose: it knows nothing of sessions. The daemon registers its metho
 
 from sessiond.server.connection import Connection, MessageType
 from sessiond.server.context import NotificationContext, RequestContext
+from sessiond.server.limits import ConnectionLimits
 from sessiond.server.logs import configure_logging
 from sessiond.server.messages import RequestId, WorkDoneBegin, WorkDoneEnd, WorkDoneReport
 from sessiond.server.options import (
     add_server_arguments,
     endpoint_from_args,
+    limits_from_args,
     loop_factory_from_args,
 )
 from sessiond.server.outgoing import (
@@ -30,7 +32,7 @@ from sessiond.server.outgoing import (
 )
 from sessiond.server.router import NoParams, Router
 from sessiond.server.runner import RpcServer
-from sessiond.server.startup import SecurityError, TransportError
+from sessiond.server.startup import OptionError, SecurityError, TransportError
 from sessiond.server.transports import (
     Endpoint,
     StdioEndpoint,
@@ -45,10 +47,12 @@ __all__ = [
     "ClientResultInvalid",
     "ClientReturnedError",
     "Connection",
+    "ConnectionLimits",
     "Endpoint",
     "MessageType",
     "NoParams",
     "NotificationContext",
+    "OptionError",
     "RequestContext",
     "RequestId",
     "Router",
@@ -64,5 +68,6 @@ __all__ = [
     "add_server_arguments",
     "configure_logging",
     "endpoint_from_args",
+    "limits_from_args",
     "loop_factory_from_args",
 ]

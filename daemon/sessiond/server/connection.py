@@ -1,16 +1,19 @@
-"""One client connection: framing in, dispatch, answers out, and the server's own requests.
+"""One client connection: framing in, flow control, the server's own messages out, closing.
 
 A connection is transport-neutral: a transport feeds it bytes (``feed``) and gives it a
-``ByteSink`` to write to. Each request whose handler is ``async`` runs as its own task so
-that ``$/cancelRequest`` can cancel it; plain ``def`` handlers run inline. No exception
-from a handler ever reaches the client as a traceback: ``SessiondError``s become their
-code/kind, anything else becomes -32603 "Internal error" and is logged with its traceback.
+``ByteSink`` to write to. What arrives is handled by its ``Dispatcher`` (handlers, answers,
+the lifecycle); a TCP connection first goes through its ``AuthGate`` (``preauth``).
+
+Flow control: received messages go through an ``Inbox`` in order. While the client is not
+reading (the transport's buffer is over its high mark) or ``MAX_CONCURRENT_REQUESTS``
+handlers run, they wait there and the connection stops reading, so a client that never
+reads costs the daemon a bounded amount (see ``limits``). Answers to the daemon's own
+requests and ``$/cancelRequest`` skip the queue: a handler may be waiting for them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import inspect
 import logging
 from collections.abc import Callable
@@ -20,55 +23,52 @@ from typing import Any, Protocol, TypeVar, overload
 import msgspec
 from msgspec import UNSET
 
-from sessiond.core.jsjson import replace_lone_surrogates
-from sessiond.errors import (
-    InvalidParamsError,
-    InvalidRequestError,
-    MethodNotFoundError,
-    ParseError,
-    RequestCancelledError,
-    SessiondError,
-    UnauthorizedError,
-)
-from sessiond.server.context import NotificationContext, RequestContext
+from sessiond.server.decoding import UNDECODABLE, decode_message
+from sessiond.server.dispatch import CANCEL_REQUEST, Dispatcher, cancel_params_decoder
 from sessiond.server.framing import (
     DEFAULT_MAX_FRAME_BYTES,
     FrameError,
-    FrameErrorKind,
     FrameParser,
 )
-from sessiond.server.lifecycle import EXIT, INITIALIZE, SHUTDOWN, Lifecycle, State
+from sessiond.server.inbox import Inbox, Item
+from sessiond.server.lifecycle import State
+from sessiond.server.limits import (
+    AUTH_DEADLINE_SECONDS,
+    MAX_CONCURRENT_REQUESTS,
+    OUTPUT_HIGH_WATER,
+    PRE_AUTH_MAX_FRAME_BYTES,
+    UNREAD_NOTIFICATIONS_LIMIT,
+)
 from sessiond.server.messages import (
     CancelParams,
-    ErrorObject,
-    ErrorResponse,
     IncomingMessage,
     LogMessageParams,
     OutgoingNotification,
     OutgoingRequest,
     ProgressParams,
     RequestId,
-    ResultResponse,
-    diagnose,
-    error_object,
 )
 from sessiond.server.outbox import Outbox
 from sessiond.server.outgoing import ClientDisconnected, ClientRequestTimeout, PendingRequests
-from sessiond.server.router import NoParams, RequestSpec, Router
+from sessiond.server.preauth import AuthGate
+from sessiond.server.receive_budget import COUNTED_FROM_BYTES, ReceiveBudget
+from sessiond.server.router import Router
+
+__all__ = [
+    "AUTH_DEADLINE_SECONDS",  # re-exported: the limits were first defined here
+    "PRE_AUTH_MAX_FRAME_BYTES",
+    "ByteSink",
+    "Connection",
+    "MessageType",
+]
 
 log = logging.getLogger("sessiond.server")
 
 T = TypeVar("T")
 
-CANCEL_REQUEST = "$/cancelRequest"
 DEFAULT_CLIENT_REQUEST_TIMEOUT = 30.0
-# Before a TCP client has shown its token it may send only small messages, for a while.
-PRE_AUTH_MAX_FRAME_BYTES = 1024 * 1024
-AUTH_DEADLINE_SECONDS = 10.0
 # When the client's input ends, running requests get this long to answer before the close.
 END_OF_INPUT_GRACE_SECONDS = 2.0
-# How long a shutdown request waits for the requests received before it.
-SHUTDOWN_DRAIN_SECONDS = 10.0
 # How long closing waits for cancelled handlers to unwind before the close callbacks run.
 _HANDLER_UNWIND_SECONDS = 5.0
 
@@ -88,42 +88,12 @@ class ByteSink(Protocol):
 
     def write(self, data: bytes) -> None: ...
     def close(self) -> None: ...
+    def abort(self) -> None: ...
     def pause_reading(self) -> None: ...
     def resume_reading(self) -> None: ...
 
 
-class _AuthField(msgspec.Struct, rename="camel"):
-    auth_token: str | None = None
-
-
-# What a decode of untrusted bytes raises: msgspec gives up on very deep nesting with a
-# RecursionError, not a DecodeError.
-_UNDECODABLE = (msgspec.DecodeError, RecursionError)
 _encoder = msgspec.json.Encoder()
-_message_decoder = msgspec.json.Decoder(IncomingMessage)
-_cancel_decoder = msgspec.json.Decoder(CancelParams)
-_auth_decoder = msgspec.json.Decoder(_AuthField)
-
-
-def _decoded(body: bytes) -> IncomingMessage | None:
-    try:
-        return _message_decoder.decode(body)
-    except _UNDECODABLE:
-        return None
-
-
-def _default_initialize(ctx: RequestContext, params: NoParams) -> dict[str, Any]:
-    return {"capabilities": {}}
-
-
-def _default_shutdown(ctx: RequestContext, params: NoParams) -> None:
-    return None
-
-
-_LIFECYCLE_REQUESTS = frozenset({INITIALIZE, SHUTDOWN})
-_lifecycle_defaults = Router()
-_lifecycle_defaults.add_request(INITIALIZE, NoParams, _default_initialize)
-_lifecycle_defaults.add_request(SHUTDOWN, NoParams, _default_shutdown)
 
 
 class Connection:
@@ -140,59 +110,79 @@ class Connection:
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         auth_token: str | None = None,
         on_finished: Callable[[Connection], None] | None = None,
+        receive_budget: ReceiveBudget | None = None,
     ) -> None:
         self.id = connection_id
         self.peer = peer
-        self._requests = router._requests
-        self._notifications = router._notifications
         self._sink = sink
         self._loop = loop
-        self._max_frame_bytes = max_frame_bytes
         self._parser = FrameParser(max_frame_bytes)
+        self._receive_budget = receive_budget
+        self._budgeted = False  # whether the budget counts an unfinished frame of ours
+        self._inbox = Inbox()
         self._outbox = Outbox(sink.write)
-        self._lifecycle = Lifecycle()
         self._pending = PendingRequests()
-        self._running: dict[RequestId, asyncio.Task[None]] = {}
-        self._other_tasks: set[asyncio.Task[None]] = set()
         self._close_callbacks: list[Callable[[Connection], object]] = []
         self._on_finished = on_finished
         self._closed = False
         self._close_task: asyncio.Task[None] | None = None
+        self._reading = True
+        self._pumping = False
         self._write_paused = False
+        # Bytes the client did not ask for, sent since it last caught up with its reading.
+        self._unread_unsolicited = 0
         self._drain_waiters: list[asyncio.Future[None]] = []
-        self._warned_notifications: set[str] = set()
-        self.exit_requested = False
         self._input_ended = False
         self._eof_timer: asyncio.TimerHandle | None = None
-        self._auth_token = auth_token.encode() if auth_token is not None else None
-        self._auth_timer: asyncio.TimerHandle | None = None
-        if self._auth_token is not None:
-            self._parser.max_frame_bytes = min(max_frame_bytes, PRE_AUTH_MAX_FRAME_BYTES)
-            self._auth_timer = loop.call_later(AUTH_DEADLINE_SECONDS, self._auth_expired)
+        self._gate = (
+            AuthGate(auth_token, self._parser, loop=loop, on_expired=self._auth_expired)
+            if auth_token is not None
+            else None
+        )
+        self._dispatcher = Dispatcher(
+            router,
+            self,
+            outbox=self._outbox,
+            pending=self._pending,
+            gate=self._gate,
+            loop=loop,
+            on_handler_done=self._pump,
+        )
 
     # -- state ---------------------------------------------------------------------------------
 
     @property
     def state(self) -> State:
-        return self._lifecycle.state
+        return self._dispatcher.lifecycle.state
 
     @property
     def closed(self) -> bool:
         return self._closed
 
     @property
+    def authenticated(self) -> bool:
+        """Whether the client has shown the token (always, when none is required)."""
+        return self._gate is None or self._gate.passed
+
+    @property
     def busy(self) -> bool:
-        """Whether handlers of this connection are still running."""
-        return bool(self._running or self._other_tasks)
+        """Whether handlers of this connection are still running, or messages wait their turn."""
+        return bool(self._dispatcher.handlers or self._inbox)
 
     @property
     def shutdown_received(self) -> bool:
-        return self._lifecycle.shutdown_received
+        return self._dispatcher.lifecycle.shutdown_received
+
+    @property
+    def exit_requested(self) -> bool:
+        """Whether the client sent ``exit``."""
+        return self._dispatcher.exit_requested
 
     @property
     def exit_code(self) -> int:
         """What a stdio server should exit with once this connection ends."""
-        return self._lifecycle.exit_code if self.exit_requested else 0
+        lifecycle = self._dispatcher.lifecycle
+        return lifecycle.exit_code if self.exit_requested else 0
 
     def on_close(self, callback: Callable[[Connection], object]) -> None:
         """Call ``callback(connection)`` once the connection has closed (it may be async).
@@ -204,11 +194,15 @@ class Connection:
     # -- sending ---------------------------------------------------------------------------------
 
     def notify(self, method: str, params: Any = None) -> None:
-        """Send a notification; dropped once the connection is closed."""
+        """Send a notification; dropped once the connection is closed.
+
+        A client that lets more than ``UNREAD_NOTIFICATIONS_LIMIT`` bytes of notifications
+        pile up unread is disconnected (it could not follow its sessions any more).
+        """
         if self._closed:
             return
         message = OutgoingNotification(method=method, params=UNSET if params is None else params)
-        self._outbox.send(_encoder.encode(message))
+        self._send_unsolicited(_encoder.encode(message))
 
     def progress(self, token: RequestId, value: Any) -> None:
         """Send ``$/progress`` (``value``: a ``WorkDoneBegin/Report/End`` or any JSON value)."""
@@ -258,7 +252,7 @@ class Connection:
             id=request_id, method=method, params=UNSET if params is None else params
         )
         try:
-            self._outbox.send(_encoder.encode(message))
+            self._send_unsolicited(_encoder.encode(message))
         except BaseException:
             self._pending.discard(request_id)
             raise
@@ -289,6 +283,14 @@ class Connection:
         self._sink.close()
         self._finish()
 
+    def abort(self) -> None:
+        """Close at once, dropping whatever the client has not read."""
+        if self._closed:
+            return
+        self._outbox.abandon()
+        self._sink.abort()
+        self._finish()
+
     @property
     def close_finished(self) -> bool:
         """Closed, and the close callbacks have run."""
@@ -299,41 +301,73 @@ class Connection:
         if self._close_task is not None:
             await asyncio.shield(self._close_task)
 
+    def _send_unsolicited(self, body: bytes) -> None:
+        if self._write_paused:
+            self._unread_unsolicited += len(body)
+            if self._unread_unsolicited > UNREAD_NOTIFICATIONS_LIMIT:
+                log.warning(
+                    "connection %s (%s): the client is not reading (over %d bytes of"
+                    " notifications unread); disconnecting it",
+                    self.id,
+                    self.peer,
+                    UNREAD_NOTIFICATIONS_LIMIT,
+                )
+                self.abort()
+                return
+        self._outbox.send(body)
+
     # -- transport events ------------------------------------------------------------------------
 
     def feed(self, data: bytes) -> None:
         """Bytes received from the client."""
         if self._closed:
             return
-        events = self._parser.feed(data)
+        parser = self._parser
+        events = parser.feed(data)
+        budget = self._receive_budget
+        if budget is not None and (self._budgeted or parser.buffered >= COUNTED_FROM_BYTES):
+            if not budget.hold(self, parser.buffered):
+                events += parser.abandon_frame(
+                    f"the daemon already holds {budget.total} bytes of unfinished messages"
+                    f" (at most {budget.limit}); send it again later"
+                )
+                budget.hold(self, parser.buffered)
+            self._budgeted = parser.buffered >= COUNTED_FROM_BYTES
         if not events:
             return
-        outbox = self._outbox
-        outbox.hold()
-        try:
-            for event in events:
-                if self.closed:  # an exit, or a refused token, ends the batch
-                    break
-                try:
-                    if type(event) is bytes:
-                        self._receive(event)
-                    else:
-                        assert isinstance(event, FrameError)
-                        self._frame_error(event)
-                except Exception:
-                    log.exception("connection %s: failed to process a message", self.id)
-        finally:
-            outbox.release()
+        push = self._inbox.push
+        # Before the token, everything takes its turn (and is counted) in the inbox.
+        skip_allowed = self.authenticated
+        for event in events:
+            if type(event) is not bytes:
+                push(event, 0)
+                continue
+            message = decode_message(event)
+            if message is None:
+                push(event, len(event))  # answered with what ``diagnose`` finds
+                continue
+            method = message.method
+            if type(method) is str:
+                if method != CANCEL_REQUEST or not skip_allowed or not self._cancelled_now(message):
+                    push(message, len(event))
+            elif len(message.result) or message.error is not UNSET:
+                if skip_allowed:
+                    self._dispatcher.on_answer(message)
+                else:
+                    push(message, len(event))
+            else:
+                push(event, len(event))  # neither a request nor an answer: ``diagnose`` it
+        self._pump()
 
     def end_of_input(self) -> None:
-        """The client will send nothing more: let running requests answer (briefly), then close."""
+        """The client will send nothing more: let running requests answer (briefly), then close.
+
+        Messages still waiting their turn are handled first, as the client reads.
+        """
         if self._closed or self._input_ended:
             return
         self._input_ended = True
-        if not self.busy:
-            self.close()
-            return
-        self._eof_timer = self._loop.call_later(END_OF_INPUT_GRACE_SECONDS, self.close)
+        self._end_when_done()
 
     def connection_lost(self, exc: BaseException | None) -> None:
         if exc is not None and not self._closed:
@@ -343,315 +377,113 @@ class Connection:
 
     def pause_writing(self) -> None:
         self._write_paused = True
-        if not self._closed:
-            self._sink.pause_reading()
+        self._steer_reading()
 
     def resume_writing(self) -> None:
         self._write_paused = False
-        if not self._closed:
-            self._sink.resume_reading()
+        self._unread_unsolicited = 0
         self._wake_drain_waiters()
+        self._pump()
 
-    # -- dispatch --------------------------------------------------------------------------------
+    # -- flow control ----------------------------------------------------------------------------
 
-    def _receive(self, body: bytes) -> None:
-        message = _decoded(body)
-        if message is None:
-            # JavaScript clients send a string cut inside an emoji as a lone surrogate
-            # escape, which JSON.parse accepts: read it as U+FFFD rather than refuse.
-            readable = replace_lone_surrogates(body)
-            message = None if readable is body else _decoded(readable)
-        if message is None:
-            self._reject(body)
-            return
-        method = message.method
-        if isinstance(method, str):
-            request_id = message.id
-            if request_id is UNSET:
-                self._on_notification(method, message.params)
-            else:
-                assert not isinstance(request_id, msgspec.UnsetType)
-                self._on_request(request_id, method, message.params)
-        elif len(message.result) or message.error is not UNSET:
-            error = None if isinstance(message.error, msgspec.UnsetType) else message.error
-            if not self._pending.resolve(message.id, message.result, error):
-                log.info("connection %s: answer for unknown request id %r", self.id, message.id)
-        else:
-            self._reject(body)
-
-    def _on_request(self, request_id: RequestId | None, method: str, raw: msgspec.Raw) -> None:
-        if self._lifecycle.state is not State.READY or method in _LIFECYCLE_REQUESTS:
-            self._on_lifecycle_request(request_id, method, raw)
-            return
-        spec = self._requests.get(method)
-        if spec is None:
-            self._send_error(request_id, MethodNotFoundError(f"Method not found: {method}"))
-            return
-        if request_id in self._running:
-            self._refuse_duplicate(request_id)
-            return
+    def _cancelled_now(self, message: IncomingMessage) -> bool:
+        """``$/cancelRequest`` of a running request takes effect at once, ahead of waiting
+        messages (the handlers may all be busy); True if it did. Answers to the daemon's own
+        requests skip the queue too (``feed``): a handler may be waiting for them."""
+        if message.id is not UNSET:
+            return False  # a request named $/cancelRequest: refused in its turn
         try:
-            # More than 4 bytes: neither absent nor null, so no need for decode_params' checks.
-            params = spec.decoder.decode(raw) if len(raw) > 4 else spec.decode_params(raw)
-        except _UNDECODABLE as exc:
-            self._send_error(request_id, _invalid_params(exc))
-            return
-        self._dispatch(spec, RequestContext(self, request_id, method, raw), params, ())
+            request_id = cancel_params_decoder.decode(message.params).id
+        except UNDECODABLE:
+            return False  # reported in its turn
+        # A request not running yet (or done) is cancelled in its turn, behind its request.
+        return self._dispatcher.cancel_running(request_id)
 
-    def _on_lifecycle_request(
-        self, request_id: RequestId | None, method: str, raw: msgspec.Raw
-    ) -> None:
-        """A request outside the READY state, or initialize/shutdown: the gated slow path."""
-        lifecycle = self._lifecycle
-        refusal = lifecycle.refuse_request(method)
-        if refusal is not None:
-            self._send_error(request_id, refusal)
+    def _pump(self) -> None:
+        """Handle waiting messages in order while the client reads and handlers have room."""
+        if self._pumping or self._closed:
             return
-        spec = self._requests.get(method) or _lifecycle_defaults._requests.get(method)
-        if spec is None:
-            self._send_error(request_id, MethodNotFoundError(f"Method not found: {method}"))
-            return
-        if request_id in self._running:
-            self._refuse_duplicate(request_id)
-            return
-        # The token is checked first, so a stranger learns nothing, not even about params.
-        if method == INITIALIZE and not self._authorized(raw):
-            log.warning("connection %s (%s): unauthorized initialize", self.id, self.peer)
-            self._send_error(
-                request_id, UnauthorizedError("Unauthorized: missing or wrong authToken")
-            )
-            self.close()
-            return
+        self._pumping = True
+        inbox = self._inbox
+        outbox = self._outbox
+        dispatcher = self._dispatcher
+        gate = self._gate
+        handle = dispatcher.handle if gate is None or gate.passed else self._handle
+        outbox.hold()
         try:
-            params = spec.decode_params(raw)
-        except _UNDECODABLE as exc:
-            self._send_error(request_id, _invalid_params(exc))
-            return
-        earlier: tuple[asyncio.Task[None], ...] = ()
-        if method == INITIALIZE:
-            lifecycle.initialize_started()
-        elif method == SHUTDOWN:
-            lifecycle.shutdown_started()
-            # shutdown is answered once the requests before it have: "answered" means "done".
-            earlier = (*self._running.values(), *self._other_tasks)
-        self._dispatch(spec, RequestContext(self, request_id, method, raw), params, earlier)
+            while inbox and not self._closed:
+                if outbox.held_bytes >= OUTPUT_HIGH_WATER:
+                    outbox.flush()  # lets the transport tell whether the client keeps up
+                if self._write_paused:
+                    break
+                if (
+                    type(inbox[0][0]) is IncomingMessage
+                    and dispatcher.handlers >= MAX_CONCURRENT_REQUESTS
+                ):
+                    break
+                try:
+                    handle(inbox.take())
+                except Exception:
+                    log.exception("connection %s: failed to process a message", self.id)
+        finally:
+            self._pumping = False
+            outbox.release()
+        if not self._reading or self._write_paused or inbox.full:
+            self._steer_reading()
+        if self._input_ended:
+            self._end_when_done()
 
-    def _dispatch(
-        self,
-        spec: RequestSpec[Any],
-        ctx: RequestContext,
-        params: object,
-        earlier: tuple[asyncio.Task[None], ...],
-    ) -> None:
-        if spec.is_async or earlier:
-            task = self._loop.create_task(self._run_request(ctx, spec.handler, params, earlier))
-            if ctx.request_id is not None:
-                self._running[ctx.request_id] = task
-            else:
-                self._other_tasks.add(task)
-            task.add_done_callback(functools.partial(self._request_finished, ctx))
-            return
-        try:
-            result = spec.handler(ctx, params)
-        except SessiondError as err:
-            self._answer_error(ctx, err)
-        except Exception as exc:
-            self._answer_internal_error(ctx, exc)
-        else:
-            self._answer(ctx, result)
-
-    def _refuse_duplicate(self, request_id: RequestId | None) -> None:
-        duplicate = f"Invalid Request: request id {request_id!r} is already in use"
-        self._send_error(request_id, InvalidRequestError(duplicate))
-
-    async def _run_request(
-        self,
-        ctx: RequestContext,
-        handler: Callable[..., object],
-        params: object,
-        earlier: tuple[asyncio.Task[None], ...],
-    ) -> None:
-        try:
-            if earlier:
-                await asyncio.wait(earlier, timeout=SHUTDOWN_DRAIN_SECONDS)
-            # The handler's coroutine is made here, so a task cancelled before it ever ran
-            # leaves no coroutine that was never awaited.
-            result = handler(ctx, params)
-            if inspect.isawaitable(result):
-                result = await result
-        except asyncio.CancelledError:
-            self._answer_error(ctx, RequestCancelledError("Request cancelled"))
-        except SessiondError as err:
-            self._answer_error(ctx, err)
-        except Exception as exc:
-            self._answer_internal_error(ctx, exc)
-        else:
-            self._answer(ctx, result)
-
-    def _request_finished(self, ctx: RequestContext, task: asyncio.Task[None]) -> None:
-        # A task cancelled before its first step never runs its coroutine, so the
-        # except clause above cannot answer it: a request and its $/cancelRequest in
-        # one read would otherwise stay unanswered forever.
-        if task.cancelled():
-            self._answer_error(ctx, RequestCancelledError("Request cancelled"))
-        if ctx.request_id is None:
-            self._other_tasks.discard(task)
-        elif self._running.get(ctx.request_id) is task:
-            del self._running[ctx.request_id]
-        if self._input_ended and not self.busy:
-            self.close()
-
-    def _answer(self, ctx: RequestContext, result: object) -> None:
-        try:
-            body = _encoder.encode(ResultResponse(id=ctx.request_id, result=result))
-        except Exception as exc:
-            self._answer_internal_error(ctx, exc, "result could not be encoded")
-            return
-        if ctx.method == INITIALIZE:
-            self._initialize_finished(True)
-        self._outbox.send(body)
-
-    def _answer_error(self, ctx: RequestContext, err: SessiondError) -> None:
-        if ctx.method == INITIALIZE:
-            self._initialize_finished(False)
-        self._send_error(ctx.request_id, err)
-
-    def _answer_internal_error(
-        self, ctx: RequestContext, exc: BaseException, what: str = "handler failed"
-    ) -> None:
-        log.error(
-            "connection %s: %s (id %r): %s", self.id, ctx.method, ctx.request_id, what, exc_info=exc
-        )
-        self._answer_error(ctx, SessiondError("Internal error"))
-
-    def _initialize_finished(self, succeeded: bool) -> None:
-        self._lifecycle.initialize_finished(succeeded)
-        if succeeded and self._auth_token is not None:
-            self._parser.max_frame_bytes = self._max_frame_bytes
-            if self._auth_timer is not None:
-                self._auth_timer.cancel()
-                self._auth_timer = None
-
-    def _send_error(self, request_id: RequestId | None, err: SessiondError) -> None:
+    def _steer_reading(self) -> None:
+        """Read from the client only while it reads its answers and little waits here."""
         if self._closed:
             return
-        try:
-            body = _encoder.encode(ErrorResponse(id=request_id, error=error_object(err)))
-        except Exception:
-            # The error's details are not JSON-encodable: send it without them.
-            log.exception("connection %s: could not encode error details", self.id)
-            bare = ErrorObject(code=err.code, message=err.message, data={"kind": err.kind})
-            body = _encoder.encode(ErrorResponse(id=request_id, error=bare))
-        self._outbox.send(body)
-
-    def _on_notification(self, method: str, raw: msgspec.Raw) -> None:
-        if method == CANCEL_REQUEST:
-            self._cancel(raw)
+        wanted = not self._write_paused and not self._inbox.full
+        if wanted is self._reading:
             return
-        if method == EXIT:
-            self.exit_requested = True
-            log.info("connection %s (%s): exit", self.id, self.peer)
+        self._reading = wanted
+        if wanted:
+            self._sink.resume_reading()
+            return
+        self._sink.pause_reading()
+        why = "the client is not reading its answers" if self._write_paused else "messages wait"
+        log.debug("connection %s: %s, reading paused", self.id, why)
+
+    def _end_when_done(self) -> None:
+        """After the end of input: close once nothing waits; running handlers get a grace."""
+        if self._closed or self._inbox:
+            return
+        if not self._dispatcher.handlers:
             self.close()
-            return
-        if not self._lifecycle.accepts_notification(method):
-            log.debug("connection %s: dropped %s in state %s", self.id, method, self.state)
-            return
-        spec = self._notifications.get(method)
-        if spec is None:
-            if not method.startswith("$/") and method not in self._warned_notifications:
-                self._warned_notifications.add(method)
-                log.info("connection %s: ignoring unknown notification %s", self.id, method)
-            return
-        try:
-            params = spec.decode_params(raw)
-        except _UNDECODABLE as exc:
-            log.warning("connection %s: %s: %s", self.id, method, _invalid_params(exc).message)
-            return
-        ctx = NotificationContext(self, method)
-        if spec.is_async:
-            task = self._loop.create_task(self._run_notification(ctx, spec.handler, params))
-            self._other_tasks.add(task)
-            return
-        try:
-            spec.handler(ctx, params)
-        except Exception:
-            log.exception("connection %s: handler of notification %s failed", self.id, method)
+        elif self._eof_timer is None:
+            self._eof_timer = self._loop.call_later(END_OF_INPUT_GRACE_SECONDS, self.close)
 
-    async def _run_notification(
-        self, ctx: NotificationContext, handler: Callable[..., object], params: object
-    ) -> None:
-        try:
-            outcome = handler(ctx, params)
-            if inspect.isawaitable(outcome):
-                await outcome
-        except asyncio.CancelledError:
-            pass
-        except Exception:
-            log.exception("connection %s: handler of notification %s failed", self.id, ctx.method)
-        finally:
-            self._other_tasks.discard(asyncio.current_task())
-            if self._input_ended and not self.busy:
-                self.close()
+    # -- admission of what arrives ---------------------------------------------------------------
 
-    def _cancel(self, raw: msgspec.Raw) -> None:
-        try:
-            request_id = _cancel_decoder.decode(raw).id
-        except _UNDECODABLE as exc:
-            log.warning("connection %s: bad $/cancelRequest: %s", self.id, exc)
+    def _handle(self, item: Item) -> None:
+        gate = self._gate
+        if gate is not None and not gate.passed and not self._admitted(gate, item):
             return
-        task = self._running.get(request_id)
-        if task is not None:
-            task.cancel()
+        self._dispatcher.handle(item)
 
-    def _reject(self, body: bytes) -> None:
-        diagnosis = diagnose(body)
-        log.warning("connection %s: %s", self.id, diagnosis.problem)
-        if diagnosis.bad_answer_id is not None:
-            self._pending.reject(diagnosis.bad_answer_id, diagnosis.problem)
-            return
-        if diagnosis.as_batch:
-            self._outbox.send(
-                _encoder.encode(
-                    [
-                        ErrorResponse(id=request_id, error=error_object(err))
-                        for request_id, err in diagnosis.replies
-                    ]
-                )
-            )
-            return
-        for request_id, err in diagnosis.replies:
-            self._send_error(request_id, err)
-
-    def _frame_error(self, problem: FrameError) -> None:
-        log.warning("connection %s: framing: %s", self.id, problem.message)
-        if problem.kind is FrameErrorKind.TOO_LARGE:
-            err: SessiondError = InvalidRequestError(
-                f"Invalid Request: {problem.message}", reason="tooLarge"
-            )
-            self._send_error(problem.request_id, err)
-            if self._auth_token is not None and self._lifecycle.state is State.UNINITIALIZED:
-                self.close()
-            return
-        self._send_error(None, ParseError(f"Parse error: {problem.message}"))
-
-    def _authorized(self, raw: msgspec.Raw) -> bool:
-        expected = self._auth_token
-        if expected is None:
-            return True
-        try:
-            presented = _auth_decoder.decode(raw).auth_token if len(raw) else None
-        except _UNDECODABLE:
-            presented = None
-        if presented is None:
+    def _admitted(self, gate: AuthGate, item: Item) -> bool:
+        """Before the token: a few well-formed messages, or the connection is closed."""
+        if not gate.admit():
+            self._turn_away("too many messages before the token")
             return False
-        import hmac  # only TCP connections get here
+        if isinstance(item, FrameError):
+            self._dispatcher.handle(item)  # answered, then closed
+            self._turn_away("a broken or oversized frame before the token")
+            return False
+        return True
 
-        return hmac.compare_digest(expected, presented.encode())
+    def _turn_away(self, reason: str) -> None:
+        log.warning("connection %s (%s): %s; closing", self.id, self.peer, reason)
+        self.close()
 
     def _auth_expired(self) -> None:
-        self._auth_timer = None
-        if self._lifecycle.state is not State.READY and not self._closed:
-            log.warning("connection %s (%s): no initialize in time, closing", self.id, self.peer)
+        if not self.authenticated and not self._closed:
+            log.warning("connection %s (%s): no token in time, closing", self.id, self.peer)
             self.close()
 
     # -- closing ---------------------------------------------------------------------------------
@@ -660,14 +492,16 @@ class Connection:
         if self._closed:
             return
         self._closed = True
-        self._lifecycle.closed()
-        for timer in (self._auth_timer, self._eof_timer):
-            if timer is not None:
-                timer.cancel()
-        self._auth_timer = self._eof_timer = None
-        handlers = [*self._running.values(), *self._other_tasks]
-        for task in handlers:
-            task.cancel()
+        self._dispatcher.lifecycle.closed()
+        if self._gate is not None:
+            self._gate.cancel()
+        if self._eof_timer is not None:
+            self._eof_timer.cancel()
+            self._eof_timer = None
+        if self._receive_budget is not None:
+            self._receive_budget.release(self)
+        self._inbox.discard_all()
+        handlers = self._dispatcher.stop()
         self._pending.fail_all()
         self._wake_drain_waiters()
         self._close_task = self._loop.create_task(self._after_close(handlers))
@@ -692,13 +526,3 @@ class Connection:
         for waiter in waiters:
             if not waiter.done():
                 waiter.set_result(None)
-
-
-def _invalid_params(exc: Exception) -> InvalidParamsError:
-    """-32602 naming the offending field: msgspec's message with ``$`` spelled ``params``."""
-    text = str(exc)
-    message, _, where = text.partition(" - at `")
-    if where:
-        path = "params" + where.rstrip("`")[1:]
-        return InvalidParamsError(f"Invalid params: {message} - at `{path}`", path=path)
-    return InvalidParamsError(f"Invalid params: {message}")

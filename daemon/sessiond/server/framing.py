@@ -88,11 +88,26 @@ class FrameParser:
         self._scan_from = 0  # BODY/SKIP: where the embedded-header scan resumes
         self._sniff_pending = False
         self._oversize = 0
+        self._refusal: str | None = None  # why an abandoned frame is skipped
 
     @property
     def buffered(self) -> int:
         """Bytes held back waiting for the rest of a frame."""
         return len(self._buf) - self._pos
+
+    def abandon_frame(self, reason: str) -> list[bytes | FrameError]:
+        """Stop receiving the frame in progress: skip the rest of it, as if it were too
+        large, and report it (``TOO_LARGE`` saying ``reason``, with its id if found).
+
+        Does nothing unless a frame's body is being received.
+        """
+        if self._state is not _State.BODY:
+            return []
+        self._state = _State.SKIP
+        self._oversize = self._length
+        self._sniff_pending = True
+        self._refusal = f"Message of {self._length} bytes refused: {reason}"
+        return self.feed(b"")
 
     def feed(self, data: bytes) -> list[bytes | FrameError]:
         """Add received bytes; return the complete bodies and the problems found, in order."""
@@ -252,7 +267,14 @@ class FrameParser:
             enough = min(_SNIFF_BYTES, self._length)
             if embedded is None and sniff_end - start < enough:
                 return False
-            events.append(_too_large(self._oversize, self.max_frame_bytes, buf[start:sniff_end]))
+            head = buf[start:sniff_end]
+            refusal, self._refusal = self._refusal, None
+            if refusal is None:
+                events.append(_too_large(self._oversize, self.max_frame_bytes, head))
+            else:
+                events.append(
+                    FrameError(FrameErrorKind.TOO_LARGE, refusal, leading_request_id(head))
+                )
             self._sniff_pending = False
         if embedded is not None:
             self._pos = embedded

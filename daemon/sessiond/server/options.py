@@ -5,9 +5,12 @@ Usage::
     parser = argparse.ArgumentParser()
     add_server_arguments(parser)
     args = parser.parse_args()
+    # Each of these may raise TransportError: print it on one line, exit 2.
     configure_logging(args.log_level, args.log_file)
-    endpoint = endpoint_from_args(args)  # TransportError: print it, exit 2
-    sys.exit(RpcServer(router).run(endpoint, loop_factory=loop_factory_from_args(args)))
+    endpoint = endpoint_from_args(args)
+    limits = limits_from_args(args)
+    server = RpcServer(router, max_frame_bytes=args.max_message_bytes, limits=limits)
+    sys.exit(server.run(endpoint, loop_factory=loop_factory_from_args(args)))
 """
 
 from __future__ import annotations
@@ -21,7 +24,12 @@ from typing import Any
 
 from sessiond.server.auth import read_token_file, token_from_environment
 from sessiond.server.framing import DEFAULT_MAX_FRAME_BYTES
-from sessiond.server.startup import TransportError
+from sessiond.server.limits import (
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_UNAUTHENTICATED,
+    ConnectionLimits,
+)
+from sessiond.server.startup import OptionError, TransportError
 from sessiond.server.transports import (
     Endpoint,
     StdioEndpoint,
@@ -62,10 +70,26 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-message-bytes",
-        type=int,
+        type=_positive_int,
         default=DEFAULT_MAX_FRAME_BYTES,
         metavar="N",
         help="reject messages larger than this (default: 64 MiB)",
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=_positive_int,
+        default=DEFAULT_MAX_CONNECTIONS,
+        metavar="N",
+        help=f"serve at most N clients at once (default: {DEFAULT_MAX_CONNECTIONS};"
+        " lowered to fit the open-file limit)",
+    )
+    parser.add_argument(
+        "--max-unauthenticated",
+        type=_positive_int,
+        default=DEFAULT_MAX_UNAUTHENTICATED,
+        metavar="N",
+        help="TCP: of those, at most N that have not shown the token yet; the oldest is"
+        f" dropped to make room (default: {DEFAULT_MAX_UNAUTHENTICATED})",
     )
     parser.add_argument(
         "--loop",
@@ -103,6 +127,27 @@ def endpoint_from_args(
             token = read_token_file(args.token_file)
         return TcpEndpoint(host, port, token=token, allow_remote=args.allow_remote)
     return StdioEndpoint()
+
+
+def limits_from_args(args: argparse.Namespace) -> ConnectionLimits:
+    """The connection caps the options ask for; ``OptionError`` when they contradict."""
+    connections, unauthenticated = args.max_connections, args.max_unauthenticated
+    if connections < 2 or unauthenticated >= connections:
+        raise OptionError(
+            f"--max-connections ({connections}) must be at least 2 and above"
+            f" --max-unauthenticated ({unauthenticated}), to keep room for clients with the token"
+        )
+    return ConnectionLimits(connections, unauthenticated)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def loop_factory_from_args(args: argparse.Namespace) -> Callable[[], Any] | None:

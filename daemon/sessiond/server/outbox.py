@@ -20,6 +20,8 @@ class Outbox:
     def __init__(self, write: Callable[[bytes], None]) -> None:
         self._write = write
         self._queued: list[bytes] = []
+        # Bytes queued while holding, not yet handed to the transport.
+        self.held_bytes = 0
         self._holding = False
         self._closed = False
 
@@ -33,7 +35,9 @@ class Outbox:
             self.flush()
             self._write(encode_frame(body))
         else:
-            self._queued.append(encode_frame(body))
+            frame = encode_frame(body)
+            self._queued.append(frame)
+            self.held_bytes += len(frame)
 
     def hold(self) -> None:
         """Queue instead of writing, until ``release``."""
@@ -48,6 +52,7 @@ class Outbox:
         if not queued or self._closed:
             return
         self._queued = []
+        self.held_bytes = 0
         self._write(queued[0] if len(queued) == 1 else b"".join(queued))
 
     def close(self) -> None:
@@ -58,4 +63,5 @@ class Outbox:
     def abandon(self) -> None:
         """The transport is gone: drop what is queued and everything after."""
         self._queued = []
+        self.held_bytes = 0
         self._closed = True

@@ -8,6 +8,9 @@ accepting, give running requests ``shutdown_grace_seconds`` to answer (a second 
 skips the wait), close every connection (their handlers are cancelled and their
 ``on_close`` callbacks run), then await the daemon's ``on_shutdown``, then remove the
 socket or token file.
+
+Each new client passes ``Admission`` first (the connection caps, fitted to the process's
+open-file limit); all connections share one ``ReceiveBudget`` for unfinished frames.
 """
 
 from __future__ import annotations
@@ -18,8 +21,11 @@ import signal
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from sessiond.server.admission import Admission
 from sessiond.server.connection import ByteSink, Connection
 from sessiond.server.framing import DEFAULT_MAX_FRAME_BYTES
+from sessiond.server.limits import RECEIVE_BUDGET_FRAMES, ConnectionLimits, open_file_limit
+from sessiond.server.receive_budget import ReceiveBudget
 from sessiond.server.router import Router
 from sessiond.server.transports import Endpoint, Listening
 
@@ -36,6 +42,7 @@ class RpcServer:
         on_shutdown: Callable[[], Awaitable[None]] | None = None,
         on_connection: Callable[[Connection], None] | None = None,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        limits: ConnectionLimits | None = None,
         shutdown_grace_seconds: float = 5.0,
     ) -> None:
         """``on_connection(conn)`` runs for each new client (register ``conn.on_close`` there);
@@ -44,6 +51,9 @@ class RpcServer:
         self._on_shutdown = on_shutdown
         self._on_connection = on_connection
         self._max_frame_bytes = max_frame_bytes
+        self._limits = limits or ConnectionLimits()
+        self._admission: Admission[Connection] | None = None
+        self._receive_budget = ReceiveBudget(RECEIVE_BUDGET_FRAMES * max_frame_bytes)
         self._grace = shutdown_grace_seconds
         self._connections: dict[int, Connection] = {}
         # Closed connections whose close callbacks may still be running.
@@ -52,6 +62,7 @@ class RpcServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self._stop_requested = False
+        self._accepting = True
         self._hurry = False
         self._exit_code = 0
 
@@ -76,6 +87,7 @@ class RpcServer:
         if self._stop_requested:
             self._stop.set()
         installed = self._install_signal_handlers(loop) if handle_signals else []
+        self._admission = self._admit_within(open_file_limit())
         try:
             listening = await endpoint.open(self)
             log.info("serving on %s", listening.description)
@@ -97,9 +109,23 @@ class RpcServer:
         if self._stop is not None:
             self._stop.set()
 
-    def connect(self, sink: ByteSink, *, peer: str, auth_token: str | None) -> Connection:
-        """Called by a transport for each new client."""
-        assert self._loop is not None
+    def connect(self, sink: ByteSink, *, peer: str, auth_token: str | None) -> Connection | None:
+        """Called by a transport for each new client; None when it is refused."""
+        assert self._loop is not None and self._admission is not None
+        if not self._accepting:
+            return None  # accepted just before the server stopped accepting
+        verdict = self._admission.consider(self.connections, needs_token=auth_token is not None)
+        if verdict.refusal is not None:
+            log.warning("refused a connection (%s): %s", peer, verdict.refusal)
+            return None
+        if verdict.evict is not None:
+            stranger = verdict.evict
+            log.warning(
+                "connection %d (%s): closed without a token to make room",
+                stranger.id,
+                stranger.peer,
+            )
+            stranger.abort()
         self._next_id += 1
         connection = Connection(
             self.router,
@@ -110,6 +136,7 @@ class RpcServer:
             max_frame_bytes=self._max_frame_bytes,
             auth_token=auth_token,
             on_finished=self._forget,
+            receive_budget=self._receive_budget,
         )
         self._connections[connection.id] = connection
         log.info("connection %d opened (%s)", connection.id, peer)
@@ -119,6 +146,17 @@ class RpcServer:
             except Exception:
                 log.exception("on_connection callback failed")
         return connection
+
+    def _admit_within(self, file_limit: int) -> Admission[Connection]:
+        fitted = self._limits.fitted_to(file_limit)
+        if fitted != self._limits:
+            log.warning(
+                "the open-file limit (%d) leaves room for %d connections, %d without a token",
+                file_limit,
+                fitted.max_connections,
+                fitted.max_unauthenticated,
+            )
+        return Admission(fitted)
 
     def _forget(self, connection: Connection) -> None:
         self._connections.pop(connection.id, None)
@@ -144,6 +182,7 @@ class RpcServer:
         self.request_shutdown(0)
 
     async def _shut_down(self, listening: Listening) -> None:
+        self._accepting = False
         listening.stop_accepting()
         await self._wait_for_idle_connections()
         for connection in list(self._connections.values()):

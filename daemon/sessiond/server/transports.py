@@ -1,9 +1,11 @@
 """Where connections come from: stdio, a Unix socket, or loopback TCP.
 
 Every transport is an asyncio ``Protocol`` that hands received bytes straight to its
-``Connection`` (no reader coroutine, no thread per read) and gives it a ``ByteSink``.
+``Connection`` (no reader coroutine, no thread per read) and gives it a ``ByteSink``
+whose write buffer pauses the connection above ``OUTPUT_HIGH_WATER`` (flow control).
 An endpoint's ``open`` binds and starts accepting; the returned ``Listening`` stops
-accepting and cleans up (socket file, token file) when the server shuts down.
+accepting and cleans up (socket file, token file) when the server shuts down. A socket
+connection the server refuses (``connect`` returns None) is dropped at once.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, cast
 
+from sessiond.redaction import remember
+from sessiond.server.acceptor import Acceptor
 from sessiond.server.auth import (
     default_runtime_dir,
     ensure_private_dir,
@@ -29,6 +33,12 @@ from sessiond.server.auth import (
     write_token_file,
 )
 from sessiond.server.connection import ByteSink, Connection
+from sessiond.server.limits import (
+    OUTPUT_HIGH_WATER,
+    OUTPUT_LOW_WATER,
+    accept_fd_ceiling,
+    open_file_limit,
+)
 from sessiond.server.startup import TransportError
 
 __all__ = [
@@ -49,12 +59,17 @@ SOCKET_NAME = "sessiond.sock"
 _PARENT_AT_IMPORT = os.getppid()
 # sun_path is 108 bytes on Linux (104 on macOS), including the terminating NUL.
 _MAX_SOCKET_PATH_BYTES = 103
+# Connections the kernel queues before the daemon accepts them (asyncio's default).
+_LISTEN_BACKLOG = 100
 
 
 class ConnectionHost(Protocol):
     """What a transport needs from the server: new connections, and a way to stop it."""
 
-    def connect(self, sink: ByteSink, *, peer: str, auth_token: str | None) -> Connection: ...
+    def connect(self, sink: ByteSink, *, peer: str, auth_token: str | None) -> Connection | None:
+        """A connection for a new client, or None when the server refuses it."""
+        ...
+
     def request_shutdown(self, exit_code: int = 0) -> None: ...
 
 
@@ -89,16 +104,19 @@ class _SocketProtocol(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # A stream transport (uvloop's are not asyncio.Transport subclasses: no isinstance).
         stream = cast(asyncio.Transport, transport)
+        stream.set_write_buffer_limits(high=OUTPUT_HIGH_WATER, low=OUTPUT_LOW_WATER)
         peer = f"{self._kind} {_describe_peer(stream)}"
         self._connection = self._host.connect(stream, peer=peer, auth_token=self._auth_token)
+        if self._connection is None:
+            stream.abort()
 
     def data_received(self, data: bytes) -> None:
-        assert self._connection is not None
-        self._connection.feed(data)
+        if self._connection is not None:
+            self._connection.feed(data)
 
     def eof_received(self) -> bool:
-        assert self._connection is not None
-        self._connection.end_of_input()
+        if self._connection is not None:
+            self._connection.end_of_input()
         return True  # keep the writing half open for the answers still due
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -106,12 +124,12 @@ class _SocketProtocol(asyncio.Protocol):
             self._connection.connection_lost(exc)
 
     def pause_writing(self) -> None:
-        assert self._connection is not None
-        self._connection.pause_writing()
+        if self._connection is not None:
+            self._connection.pause_writing()
 
     def resume_writing(self) -> None:
-        assert self._connection is not None
-        self._connection.resume_writing()
+        if self._connection is not None:
+            self._connection.resume_writing()
 
 
 def _describe_peer(transport: asyncio.Transport) -> str:
@@ -157,10 +175,8 @@ class UnixSocketEndpoint:
         finally:
             os.umask(old_umask)
         identity = _file_identity(path)
-        loop = asyncio.get_running_loop()
-        server = await loop.create_unix_server(
-            lambda: _SocketProtocol(host, "unix", None), sock=sock
-        )
+        sock.listen(_LISTEN_BACKLOG)
+        acceptor = _accept(sock, lambda: _SocketProtocol(host, "unix", None))
         announce(f"listening on unix {path}")
 
         def cleanup() -> None:
@@ -168,7 +184,7 @@ class UnixSocketEndpoint:
             if _file_identity(path) == identity:
                 path.unlink(missing_ok=True)
 
-        return Listening(f"unix {path}", stop_accepting=server.close, cleanup=cleanup)
+        return Listening(f"unix {path}", stop_accepting=acceptor.close, cleanup=cleanup)
 
 
 def _remove_stale_socket(path: Path) -> None:
@@ -223,23 +239,19 @@ class TcpEndpoint:
                 " (allow it explicitly with --allow-remote)"
             )
         token = self.token if self.token is not None else generate_token()
-        loop = asyncio.get_running_loop()
-        try:
-            server = await loop.create_server(
-                lambda: _SocketProtocol(host, "tcp", token),
-                self.host,
-                self.port,
-                start_serving=False,
-            )
-        except OSError as exc:
-            raise TransportError(f"cannot listen on {self.host}:{self.port}: {exc}") from exc
-        bound_host, bound_port = server.sockets[0].getsockname()[:2]
+        remember(token)  # never in a log line, an error or a summary
+        sock = _tcp_listener(self.host, self.port)
+        bound_host, bound_port = sock.getsockname()[:2]
         written: Path | None = None
-        if self.token is None:
-            written = self.token_path or default_runtime_dir() / f"tcp-{bound_port}.token"
-            write_token_file(written, token)
-            announce(f"token written to {written}")
-        await server.start_serving()
+        try:
+            if self.token is None:
+                written = self.token_path or default_runtime_dir() / f"tcp-{bound_port}.token"
+                write_token_file(written, token)
+                announce(f"token written to {written}")
+        except BaseException:
+            sock.close()
+            raise
+        acceptor = _accept(sock, lambda: _SocketProtocol(host, "tcp", token))
         announce(f"listening on tcp {bound_host}:{bound_port}")
 
         def cleanup() -> None:
@@ -247,8 +259,26 @@ class TcpEndpoint:
                 written.unlink(missing_ok=True)
 
         return Listening(
-            f"tcp {bound_host}:{bound_port}", stop_accepting=server.close, cleanup=cleanup
+            f"tcp {bound_host}:{bound_port}", stop_accepting=acceptor.close, cleanup=cleanup
         )
+
+
+def _tcp_listener(host: str, port: int) -> socket.socket:
+    """A listening socket on the address ``host`` resolves to (IPv4 first: ``localhost``
+    is 127.0.0.1, what clients try first)."""
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        found.sort(key=lambda info: info[0] != socket.AF_INET)
+        family, _, _, _, address = found[0]
+        return socket.create_server(address[:2], family=family, backlog=_LISTEN_BACKLOG)
+    except OSError as exc:
+        raise TransportError(f"cannot listen on {host}:{port}: {exc}") from exc
+
+
+def _accept(sock: socket.socket, protocol_factory: Callable[[], asyncio.Protocol]) -> Acceptor:
+    acceptor = Acceptor(sock, protocol_factory, fd_ceiling=accept_fd_ceiling(open_file_limit()))
+    acceptor.start(asyncio.get_running_loop())
+    return acceptor
 
 
 def is_loopback(host: str) -> bool:
@@ -304,24 +334,42 @@ class _StdoutProtocol(asyncio.BaseProtocol):
 class _StdioSink:
     """Writes to stdout; pauses and closes stdin's reader too."""
 
-    def __init__(self, write: Callable[[bytes], None], close_writer: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        write: Callable[[bytes], None],
+        close_writer: Callable[[], None],
+        abort_writer: Callable[[], None],
+    ) -> None:
         self._write = write
         self._close_writer = close_writer
+        self._abort_writer = abort_writer
         self.reader: asyncio.ReadTransport | None = None
+        # For a stdin the loop cannot poll (read on a thread): set while reading may go on.
+        self.reading_allowed = asyncio.Event()
+        self.reading_allowed.set()
 
     def write(self, data: bytes) -> None:
         self._write(data)
 
     def close(self) -> None:
         self._close_writer()
+        self._close_reader()
+
+    def abort(self) -> None:
+        self._abort_writer()
+        self._close_reader()
+
+    def _close_reader(self) -> None:
         if self.reader is not None:
             self.reader.close()
 
     def pause_reading(self) -> None:
+        self.reading_allowed.clear()
         if self.reader is not None and self.reader.is_reading():
             self.reader.pause_reading()
 
     def resume_reading(self) -> None:
+        self.reading_allowed.set()
         if self.reader is not None and not self.reader.is_reading():
             self.reader.resume_reading()
 
@@ -349,9 +397,10 @@ class StdioEndpoint:
         spares = [os.dup(fd) for fd in (in_fd, out_fd) if os.get_blocking(fd)]
         sink, writer_protocol = await _open_stdout(loop, out_fd)
         connection = host.connect(sink, peer="stdio", auth_token=None)
+        assert connection is not None, "the only client is never refused"
         if writer_protocol is not None:
             writer_protocol.connection = connection
-        sink.reader = await _open_stdin(loop, in_fd, connection)
+        sink.reader = await _open_stdin(loop, in_fd, connection, sink)
         connection.on_close(lambda conn: host.request_shutdown(conn.exit_code))
         parent = self.parent_pid if self.parent_pid is not None else _PARENT_AT_IMPORT
         stop_watching = _watch_parent(loop, host, parent, self.parent_poll_seconds)
@@ -402,17 +451,21 @@ async def _open_stdout(
             while view:
                 view = view[os.write(fd, view) :]
 
-        return _StdioSink(write_all, lambda: os.close(fd)), None
+        def close() -> None:
+            os.close(fd)
+
+        return _StdioSink(write_all, close, close), None
     pipe = os.fdopen(fd, "wb", buffering=0)
     transport, protocol = await loop.connect_write_pipe(_StdoutProtocol, pipe)
-    return _StdioSink(transport.write, transport.close), protocol
+    transport.set_write_buffer_limits(high=OUTPUT_HIGH_WATER, low=OUTPUT_LOW_WATER)
+    return _StdioSink(transport.write, transport.close, transport.abort), protocol
 
 
 async def _open_stdin(
-    loop: asyncio.AbstractEventLoop, fd: int, connection: Connection
+    loop: asyncio.AbstractEventLoop, fd: int, connection: Connection, sink: _StdioSink
 ) -> asyncio.ReadTransport | None:
     if not _pollable(fd, selectors.EVENT_READ):
-        reader = loop.create_task(_read_in_thread(loop, fd, connection))
+        reader = loop.create_task(_read_in_thread(loop, fd, connection, sink))
         connection.on_close(lambda _conn: reader.cancel())
         return None
     pipe = os.fdopen(fd, "rb", buffering=0)
@@ -420,10 +473,13 @@ async def _open_stdin(
     return transport
 
 
-async def _read_in_thread(loop: asyncio.AbstractEventLoop, fd: int, connection: Connection) -> None:
+async def _read_in_thread(
+    loop: asyncio.AbstractEventLoop, fd: int, connection: Connection, sink: _StdioSink
+) -> None:
     """For a stdin the loop cannot poll (a regular file, /dev/null): blocking reads off-loop."""
     try:
         while True:
+            await sink.reading_allowed.wait()
             data = await loop.run_in_executor(None, os.read, fd, 1 << 16)
             if not data:
                 break

@@ -1,4 +1,4 @@
-"""A compaction run: prepare, ask the hooks, summarize, write the entry (SPEC 6, 9, 10.3-10.5).
+"""A compaction run: prepare, ask the hooks, summarize, write the entry (pi's ``compact``).
 
 Nothing is written until the summary is complete: a failure, a cancellation
 or an abort leaves the file and the leaf exactly as they were. The entry is
@@ -48,12 +48,15 @@ from sessiond.store.session import SessionStore
 
 from .events import CompactionReason, CompactionResult
 from .hooks import CompactingAnswer, Hooks, NoHooks
-from .summaries import SummaryContext, summarize_fitted, summarize_history
+from .summaries import SummaryContext, reasoning_for, summarize_fitted, summarize_history
 
 if TYPE_CHECKING:
     from sessiond.llm.base import Completion
 
 COMPACTION_CANCELLED = "Compaction cancelled"
+REVIEWED_SUMMARY_KEPT = (
+    "session_before_compact returned a compaction; the reviewed summary was kept instead"
+)
 # oh-my-pi's native remote compaction state; stale once a local compaction runs.
 _REMOTE_STATE_KEY = "openaiRemoteCompaction"
 
@@ -134,6 +137,10 @@ class Compactor:
         problems += answer.problems
         if answer.cancel:
             raise CancelledError(COMPACTION_CANCELLED)
+        if answer.compaction is not None and supplied_summary is not None:
+            # The user reviewed this text: a hook may veto it, not replace it.
+            problems.append(REVIEWED_SUMMARY_KEPT)
+            answer.compaction = None
         from_extension = answer.compaction is not None
         if answer.compaction is not None:
             supplied = answer.compaction
@@ -175,15 +182,15 @@ class Compactor:
         supplied_summary: str | None,
     ) -> CompactionResult:
         reserve = self.settings.reserve_tokens
-        # pi 0.73.1 asks the summarizer to reason when the session's thinking is on.
-        reasoning = self.store.leaf_view.thinking_level != "off"
+        # pi 0.73.1 asks the summarizer to reason at the session's thinking level.
+        reasoning = reasoning_for(self.store.leaf_view.thinking_level)
         if supplied_summary is not None:
             summary = supplied_summary
         else:
 
             async def history() -> str:
                 if not preparation.messages_to_summarize:
-                    # sessiond keeps the previous summary here; pi drops it (SPEC 14 item 2).
+                    # sessiond keeps the previous summary; pi writes "No prior history.".
                     return preparation.previous_summary or NO_PRIOR_HISTORY
                 return await _failing_as(
                     "Summarization failed",
@@ -305,7 +312,10 @@ class Compactor:
 
 
 async def _failing_as(prefix: str, work: Awaitable[str]) -> str:
-    """Run a summary call; a summarizer failure becomes pi's ``<prefix>: <error>``."""
+    """Run a summary call; a summarizer failure becomes pi's ``<prefix>: <error>``.
+
+    No candidate with usable credentials is not a failed call: pi reports its
+    credentials error as it is."""
     try:
         return await work
     except asyncio.CancelledError:
@@ -313,6 +323,8 @@ async def _failing_as(prefix: str, work: Awaitable[str]) -> str:
     except SessiondError as exc:
         if isinstance(exc, CancelledError):
             raise
+        if exc.details.get("errorKind") == "auth":
+            raise SummarizerError(exc.message, **exc.details) from None
         raise SummarizerError(
             f"{prefix}: {exc.message or 'Unknown error'}", **exc.details
         ) from None

@@ -1,4 +1,4 @@
-"""Forking a session at a user message into a new file (SPEC 8.6, pi's ``fork``)."""
+"""Forking a session at a user message into a new file (pi's ``fork``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The hook points of compaction and tree navigation (SPEC 9), as an interface.
+"""The hook points of compaction and tree navigation (pi's extension events), as an interface.
 
 The daemon implements it by asking the clients that declared each hook; the
 library and the CLI use ``NoHooks``. Hook results are plain values; a hook

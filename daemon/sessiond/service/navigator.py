@@ -1,15 +1,18 @@
-"""navigateTree (SPEC 8.5): move the leaf, optionally leaving a summary of the branch.
+"""pi's navigateTree: move the leaf, optionally leaving a summary of the branch.
 
 The summary is written at the new position (a child of the target, or of a
-user message's parent), never on the abandoned branch. An abort while the
-summary is being written returns ``{cancelled, aborted}`` and writes nothing.
+user message's parent), never on the abandoned branch. Everything that waits
+(the ``session_before_tree`` hook, then the summary) comes before the first
+write, so an abort during either returns ``{cancelled, aborted}`` at once and
+writes nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from sessiond.core.branch import (
     branch_token_budget,
@@ -34,6 +37,8 @@ from sessiond.store.session import SessionStore
 
 from .hooks import Hooks, NoHooks, TreePreparation
 from .summaries import SummaryContext, summarize_fitted
+
+T = TypeVar("T")
 
 NO_CONTENT = "No content to summarize"
 NO_SUMMARY = "No summary generated"
@@ -76,7 +81,7 @@ async def generate_branch_summary(
         lambda conversation: branch_prompt(conversation, instructions),
         max_tokens=BRANCH_SUMMARY_MAX_TOKENS,
         purpose="branch",
-        reasoning=False,
+        reasoning=None,  # pi asks for none in a branch summary
     )
     read_files, modified_files = prepared.file_ops.lists()
     summary = with_file_tags(f"{branch_preamble()}\n\n{text}", read_files, modified_files)
@@ -139,39 +144,23 @@ async def navigate_tree(
         replace_instructions=replace_instructions,
         label=label,
     )
-    answer = await hooks.before_tree(preparation)
-    if answer.cancel:
-        return NavigationResult(cancelled=True, leaf_id=old_leaf)
-    if answer.custom_instructions is not None:
-        custom_instructions = answer.custom_instructions
-    if answer.replace_instructions is not None:
-        replace_instructions = answer.replace_instructions
-    if answer.label is not None:
-        label = answer.label
-
-    summary_text: str | None = None
-    details: Any = None
-    from_extension = False
-    if summarize and answer.summary is not None:
-        summary_text, details, from_extension = answer.summary.summary, answer.summary.details, True
-    elif summarize and abandoned:
-        assert summaries is not None
-        work = generate_branch_summary(
+    decided = await _abortable(
+        _decide(
+            preparation,
+            hooks,
             summaries,
-            abandoned,
             estimator,
-            context_window=context_window,
+            abandoned,
             reserve_tokens=settings.branch_summary.reserve_tokens,
-            custom_instructions=custom_instructions,
-            replace_instructions=replace_instructions,
-        )
-        generated = await _abortable(work, abort)
-        if generated is None:
-            return NavigationResult(cancelled=True, aborted=True, leaf_id=old_leaf)
-        summary_text, details = generated.summary, generated.details
-        if answer.problems:
-            details["hookProblems"] = answer.problems
-
+            context_window=context_window,
+        ),
+        abort,
+    )
+    if decided is None:
+        return NavigationResult(cancelled=True, aborted=True, leaf_id=old_leaf)
+    if decided.cancelled:
+        return NavigationResult(cancelled=True, leaf_id=old_leaf)
+    label, summary_text = decided.label, decided.summary_text
     if store.leaf_id != old_leaf:
         raise ConflictError(
             "the session's leaf moved while the branch summary was being written; "
@@ -183,7 +172,7 @@ async def navigate_tree(
     summary_entry: BranchSummaryEntry | None = None
     if summary_text:
         written = store.branch_with_summary(
-            new_leaf, summary_text, details, from_extension=from_extension
+            new_leaf, summary_text, decided.details, from_extension=decided.from_extension
         )
         assert isinstance(written, BranchSummaryEntry)
         summary_entry = written
@@ -197,7 +186,7 @@ async def navigate_tree(
         if label:
             store.append_label(target_id, label)
     await hooks.tree_changed(
-        store.leaf_id, old_leaf, summary_entry, from_extension if summary_text else None
+        store.leaf_id, old_leaf, summary_entry, decided.from_extension if summary_text else None
     )
     return NavigationResult(
         cancelled=False,
@@ -207,9 +196,68 @@ async def navigate_tree(
     )
 
 
-async def _abortable(work: Any, abort: asyncio.Event | None) -> BranchSummary | None:
-    """Run ``work``; None if ``abort`` is set first (the work is cancelled)."""
-    task: asyncio.Task[BranchSummary] = asyncio.ensure_future(work)
+@dataclass
+class _Decision:
+    """What the navigation writes, settled before anything is written."""
+
+    cancelled: bool = False
+    label: str | None = None
+    summary_text: str | None = None
+    details: Any = None
+    from_extension: bool = False
+
+
+async def _decide(
+    preparation: TreePreparation,
+    hooks: Hooks,
+    summaries: SummaryContext | None,
+    estimator: Estimator,
+    abandoned: list[Entry],
+    *,
+    reserve_tokens: int,
+    context_window: int | None,
+) -> _Decision:
+    """The waiting part of a navigation: the hook's answer, then the branch summary."""
+    answer = await hooks.before_tree(preparation)
+    if answer.cancel:
+        return _Decision(cancelled=True)
+    custom_instructions = preparation.custom_instructions
+    replace_instructions = preparation.replace_instructions
+    if answer.custom_instructions is not None:
+        custom_instructions = answer.custom_instructions
+    if answer.replace_instructions is not None:
+        replace_instructions = answer.replace_instructions
+    label = answer.label if answer.label is not None else preparation.label
+    summarize = preparation.user_wants_summary
+    if summarize and answer.summary is not None:
+        return _Decision(
+            label=label,
+            summary_text=answer.summary.summary,
+            details=answer.summary.details,
+            from_extension=True,
+        )
+    if not (summarize and abandoned):
+        return _Decision(label=label)
+    assert summaries is not None
+    generated = await generate_branch_summary(
+        summaries,
+        abandoned,
+        estimator,
+        context_window=context_window,
+        reserve_tokens=reserve_tokens,
+        custom_instructions=custom_instructions,
+        replace_instructions=replace_instructions,
+    )
+    if answer.problems:
+        generated.details["hookProblems"] = answer.problems
+    return _Decision(label=label, summary_text=generated.summary, details=generated.details)
+
+
+async def _abortable(work: Coroutine[Any, Any, T], abort: asyncio.Event | None) -> T | None:
+    """Run ``work``; None if ``abort`` is set first. The work is cancelled then, which
+    withdraws whatever it waits for: a hook request (the client gets
+    ``$/cancelRequest``, as when a compaction is aborted) or a summarizer call."""
+    task: asyncio.Task[T] = asyncio.ensure_future(work)
     if abort is None:
         return await task
     waiter = asyncio.ensure_future(abort.wait())
@@ -219,9 +267,11 @@ async def _abortable(work: Any, abort: asyncio.Event | None) -> BranchSummary | 
         task.cancel()
         waiter.cancel()
         raise
-    if task in done:
+    if task in done and not abort.is_set():
         waiter.cancel()
         return task.result()
+    # Aborted, even if the work finished meanwhile: nothing has been written yet.
+    waiter.cancel()
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     return None

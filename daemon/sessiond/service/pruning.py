@@ -2,21 +2,26 @@
 
 The pruned outputs are not thrown away: their original lines are appended to
 ``<session>.pruned`` (fsynced) before the session is rewritten, so the file
-the agent reads shrinks while the full history stays recoverable.
+the agent reads shrinks while the full history stays recoverable. The archive is
+opened like every file beside a session (``store.safe_files``): a link, a FIFO or a
+file others can write, planted at its name, is refused, and then nothing is pruned.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import msgspec
 
 from sessiond.core.entries import CompactionEntry
 from sessiond.core.pruning import PrunePlan, plan_pruning, pruned_line_data
 from sessiond.core.tokens import Estimator
+from sessiond.errors import StorageError
 from sessiond.store.fileio import fsync_directory, write_all
 from sessiond.store.path_access import StorePath
 from sessiond.store.records import EntryRecord
+from sessiond.store.safe_files import open_regular
 from sessiond.store.session import SessionStore
 
 
@@ -36,7 +41,7 @@ def context_start(store: SessionStore, records: list[EntryRecord]) -> int:
 
 
 def prune_tool_outputs(store: SessionStore, estimator: Estimator, now_ms: int) -> PrunePlan:
-    """Prune old tool outputs in the current context if that saves enough (SPEC 7)."""
+    """Prune old tool outputs in the current context if that saves enough (``core.pruning``)."""
     records = store.path_records()
     path = StorePath(store, records, estimator)
     plan = plan_pruning(path, context_start(store, records))
@@ -58,10 +63,17 @@ def archive_path(store: SessionStore) -> str:
 
 
 def _archive(store: SessionStore, lines: list[bytes]) -> None:
-    fd = os.open(archive_path(store), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    path = Path(archive_path(store))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
     try:
-        write_all(fd, b"".join(line + b"\n" for line in lines))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        fd = open_regular(path, flags, what="pruned-output archive", sidecar=True)
+        try:
+            write_all(fd, b"".join(line + b"\n" for line in lines))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise StorageError(
+            f"cannot write pruned outputs to {path}: {exc.strerror or exc}", path=str(path)
+        ) from None
     fsync_directory(store.path.parent)

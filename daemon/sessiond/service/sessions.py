@@ -7,6 +7,10 @@ mutations (appends, labels) are synchronous on the event loop and so never
 interleave either; reads need no waiting at all, not even behind a running
 summarizer call. Sessions run concurrently with each other.
 
+Opening a file reads all of it (scan, repair, migration), so it runs in a worker
+thread while the event loop serves everyone else; concurrent opens of one file
+share that one open, and an open nobody waits for any more is closed when done.
+
 Notifications go out through a ``Publisher`` to the clients that have the
 session open; the transport is not this module's business.
 """
@@ -18,6 +22,7 @@ import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import suppress
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -186,6 +191,40 @@ def _current_task_cancelling() -> bool:
     return task is not None and task.cancelling() > 0
 
 
+class _Opening:
+    """A session file being opened in a worker thread, and who waits for it (in order)."""
+
+    def __init__(self) -> None:
+        self.waiters: dict[object, ClientId] = {}
+        self.task: asyncio.Task[tuple[SessionActor, object]]
+
+
+async def _in_worker_thread(make_store: Callable[[], SessionStore]) -> SessionStore:
+    """``make_store()`` in a worker thread. If the caller is cancelled meanwhile, the
+    store the thread still makes is closed when it is done (its lock released)."""
+    made = asyncio.get_running_loop().run_in_executor(None, make_store)
+    try:
+        return await asyncio.shield(made)
+    except asyncio.CancelledError:
+        made.add_done_callback(_close_unwanted)
+        raise
+
+
+def _close_unwanted(made: asyncio.Future[SessionStore]) -> None:
+    if not made.cancelled() and made.exception() is None:
+        try:
+            made.result().close()
+        except Exception:
+            _log.exception("closing a session nobody waits for failed")
+
+
+def _consume_outcome(task: asyncio.Task[Any]) -> None:
+    """An open whose waiters all left still ends in a result or an error: take it, so
+    asyncio does not report an exception nobody retrieved."""
+    if not task.cancelled():
+        task.exception()
+
+
 class SessionRegistry:
     """Every open session of the daemon, by id and by file."""
 
@@ -200,6 +239,8 @@ class SessionRegistry:
         self._hooks = hooks
         self._by_id: dict[str, SessionActor] = {}
         self._by_path: dict[str, SessionActor] = {}
+        # Files being opened in a worker thread, by real path.
+        self._opening: dict[str, _Opening] = {}
 
     def __len__(self) -> int:
         return len(self._by_id)
@@ -216,22 +257,77 @@ class SessionRegistry:
             )
         return actor
 
-    def open(
+    async def open(
         self, path: Path, client: ClientId, storage: StorageSettings | None = None
     ) -> tuple[SessionActor, bool]:
         """The actor of a session file, opening it unless it is open already.
 
-        Returns the actor and whether this call opened the file. ``storage``: the
-        opening client's storage settings (default: the daemon's)."""
+        The file is read (scanned, repaired, migrated) in a worker thread: a big one
+        takes a while, and the daemon serves everyone else meanwhile. Whoever asks for
+        the same file while that runs waits for the same open; the file is opened once.
+
+        Returns the actor and whether this call opened the file (of the callers that
+        waited for one open, exactly one gets True). ``storage``: the opening client's
+        storage settings (default: the daemon's)."""
         key = os.path.realpath(path)
         actor = self._by_path.get(key)
         if actor is not None:
             actor.subscribers.add(client)
             return actor, False
-        store = SessionStore.open(path, storage=storage or self._settings().storage)
-        return self._adopt(store, client), True
+        opening = self._opening.get(key)
+        if opening is None:
+            opening = _Opening()
+            self._opening[key] = opening
+            storage = storage or self._settings().storage
+            opening.task = asyncio.create_task(self._open_file(key, path, storage, opening))
+            opening.task.add_done_callback(_consume_outcome)
+        ticket = object()
+        opening.waiters[ticket] = client
+        try:
+            opened, opener = await asyncio.shield(opening.task)
+        except BaseException:
+            opening.waiters.pop(ticket, None)
+            self._give_back(opening, client)
+            raise
+        return opened, opener is ticket
 
-    def create(self, store_factory: Callable[[], SessionStore], client: ClientId) -> SessionActor:
+    def _give_back(self, opening: _Opening, client: ClientId) -> None:
+        """A caller cancelled just after its open finished: it does not keep the session
+        (unless another of its requests waited for the same open)."""
+        task = opening.task
+        if not task.done() or task.cancelled() or task.exception() is not None:
+            return
+        actor = task.result()[0]
+        if client not in opening.waiters.values() and self._by_id.get(actor.session_id) is actor:
+            self.close(actor.session_id, client)
+
+    async def _open_file(
+        self, key: str, path: Path, storage: StorageSettings, opening: _Opening
+    ) -> tuple[SessionActor, object]:
+        try:
+            store = await _in_worker_thread(partial(SessionStore.open, path, storage=storage))
+        finally:
+            del self._opening[key]
+        if not opening.waiters:
+            # Everyone who asked has gone (cancelled, disconnected): nobody has it open.
+            store.close()
+            raise asyncio.CancelledError
+        ticket, client = next(iter(opening.waiters.items()))
+        actor = self._adopt(store, client)
+        actor.subscribers.update(opening.waiters.values())
+        return actor, ticket
+
+    def create(
+        self,
+        store_factory: Callable[[], SessionStore],
+        client: ClientId,
+        session_id: str | None = None,
+    ) -> SessionActor:
+        """A new session. A ``session_id`` already open is refused before the file is
+        made: two in the same millisecond would otherwise collide on its name (and
+        its lock) first, which hides the real problem."""
+        if session_id is not None and session_id in self._by_id:
+            raise self._same_id(session_id)
         return self._adopt(store_factory(), client)
 
     def adopt(self, store: SessionStore, client: ClientId) -> SessionActor:
@@ -239,17 +335,20 @@ class SessionRegistry:
 
     def _adopt(self, store: SessionStore, client: ClientId) -> SessionActor:
         if store.session_id in self._by_id:
-            other = self._by_id[store.session_id]
             store.close()
-            raise ConflictError(
-                f"another open session ({other.store.path}) has the same id {store.session_id}",
-                sessionId=store.session_id,
-            )
+            raise self._same_id(store.session_id)
         actor = SessionActor(store, self._settings, self._publish, self._hooks)
         actor.subscribers.add(client)
         self._by_id[store.session_id] = actor
         self._by_path[os.path.realpath(store.path)] = actor
         return actor
+
+    def _same_id(self, session_id: str) -> ConflictError:
+        other = self._by_id[session_id]
+        return ConflictError(
+            f"another open session ({other.store.path}) has the same id {session_id}",
+            sessionId=session_id,
+        )
 
     def close(self, session_id: str, client: ClientId) -> bool:
         """The client is done with the session; the file closes when nobody has it open."""
@@ -261,6 +360,10 @@ class SessionRegistry:
         return True
 
     def client_gone(self, client: ClientId) -> None:
+        for opening in self._opening.values():
+            for ticket, waiting in list(opening.waiters.items()):
+                if waiting == client:
+                    del opening.waiters[ticket]
         for actor in list(self._by_id.values()):
             if client in actor.subscribers:
                 actor.subscribers.discard(client)
@@ -283,6 +386,8 @@ class SessionRegistry:
                 _log.exception("fsync of %s failed", actor.store.path)
 
     def close_all(self) -> None:
+        for opening in self._opening.values():
+            opening.waiters.clear()  # a file still being opened is closed once it is
         for actor in list(self._by_id.values()):
             self._forget(actor)
 

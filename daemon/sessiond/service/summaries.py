@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, cast
 
 from sessiond.core.convert import LlmMessage, convert_to_llm
 from sessiond.core.messages import AnyMessage
@@ -24,6 +24,7 @@ from sessiond.llm.base import (
     CompletionRequest,
     ProgressCallback,
     Purpose,
+    ReasoningLevel,
 )
 
 # Tool-output caps tried, in order, before anything else is given up.
@@ -32,10 +33,23 @@ _TOOL_LIMITS: Final = (TOOL_RESULT_CHAR_LIMIT, 1000, 500, 200)
 _SAFETY: Final = 0.9
 _CUT_NOTE: Final = "\n\n[... cut to fit the summarizer's context window]"
 
+_LEVELS: Final[frozenset[str]] = frozenset({"minimal", "low", "medium", "high", "xhigh"})
+
 TokenCounter = Callable[[str], int]
 PromptBuilder = Callable[[str], str]
 # A summarizer's ``complete``, with its mode (manual or auto) already chosen.
 CompleteFn = Callable[[CompletionRequest, ProgressCallback | None], Awaitable[Completion]]
+
+
+def reasoning_for(thinking_level: str) -> ReasoningLevel | None:
+    """The reasoning a compaction summary asks for at the session's thinking level, as
+    pi 0.73.1 passes it: none when thinking is off, else the same level. A level pi
+    does not know (a newer one) counts as "high"."""
+    if thinking_level == "off":
+        return None
+    if thinking_level in _LEVELS:
+        return cast(ReasoningLevel, thinking_level)
+    return "high"
 
 
 @dataclass
@@ -49,13 +63,16 @@ class SummaryContext:
     progress: ProgressCallback | None = None
     completions: list[Completion] = field(default_factory=list)
 
-    async def call(self, prompt: str, max_tokens: int, purpose: Purpose, *, reasoning: bool) -> str:
+    async def call(
+        self, prompt: str, max_tokens: int, purpose: Purpose, *, reasoning: ReasoningLevel | None
+    ) -> str:
         request = CompletionRequest(
             system_prompt=system_prompt(),
             prompt=prompt,
             max_tokens=max_tokens,
-            reasoning=reasoning,
+            reasoning=reasoning is not None,
             purpose=purpose,
+            reasoning_level=reasoning,
         )
         completion = await self.complete(request, self.progress)
         self.completions.append(completion)
@@ -84,7 +101,7 @@ async def summarize_history(
     extra_context: Sequence[str] = (),
     custom_instructions: str | None = None,
     prompt_override: str | None = None,
-    reasoning: bool = True,
+    reasoning: ReasoningLevel | None = None,
 ) -> str:
     """A history summary (the initial prompt, or the update prompt after a previous one)."""
 
@@ -125,7 +142,7 @@ async def summarize_fitted(
     *,
     max_tokens: int,
     purpose: Purpose,
-    reasoning: bool,
+    reasoning: ReasoningLevel | None,
 ) -> str:
     """One summary call whose conversation is trimmed to fit: tool output first,
     then the middle of the conversation (its first message and newest ones stay)."""

@@ -1,11 +1,12 @@
-"""pi's end-of-turn checks (SPEC 10.1-10.2): overflow recovery, pruning, threshold.
+"""pi's end-of-turn checks (``checkCompaction``): overflow recovery, pruning, threshold.
 
 The agent calls this after each turn with the assistant message appended.
 An overflow answer is compacted (reason ``overflow``) and the client is told
 to retry; a context over the threshold is pruned and compacted (``threshold``)
 and the client is told to continue, with the auto-continue prompt. A second
 overflow right after an overflow compaction fails with pi's one-shot message
-instead of looping.
+instead of looping. Whatever becomes of the compaction (written, failed,
+skipped, cancelled by a hook, aborted) is reported, never raised.
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ from sessiond.core.overflow import is_context_overflow
 from sessiond.core.pruning import PrunePlan
 from sessiond.core.summary_prompts import auto_continue_prompt
 from sessiond.core.tokens import Estimator, calculate_context_tokens, should_compact
+from sessiond.errors import CancelledError
 from sessiond.settings import Settings
+from sessiond.store.records import EntryRecord
 from sessiond.store.session import SessionStore
 
-from .compactor import CompactionOutcome
+from .compactor import COMPACTION_CANCELLED, CompactionOutcome
 from .events import CompactionEnded, CompactionReason
 from .pruning import prune_tool_outputs
 
@@ -34,6 +37,9 @@ OVERFLOW_ONE_SHOT_MESSAGE = (
 )
 
 TurnAction = Literal["none", "retry", "continue"]
+# What became of the compaction the checks called for (see ``TurnCheck``).
+AutoOutcome = Literal["compacted", "failed", "skipped", "cancelled", "aborted"]
+AutoReason = Literal["threshold", "overflow"]
 CompactFn = Callable[
     [CompactionReason, bool], Awaitable[tuple[CompactionOutcome | None, CompactionEnded]]
 ]
@@ -65,6 +71,41 @@ class TurnCheck:
     pruned: PrunePlan | None = None
     error_message: str | None = None
     context_tokens: int | None = None
+    # Set when the checks called for a compaction.
+    auto: AutoReport | None = None
+
+
+@dataclass
+class AutoReport:
+    """What became of an automatic compaction. ``cancelled``: a hook (or the client's
+    ``llm/complete``) cancelled it; ``aborted``: ``compaction/abort``, or a manual
+    compaction that took over. Neither fails the turn: pi ends such a run quietly."""
+
+    reason: AutoReason
+    outcome: AutoOutcome
+    message: str | None = None
+
+
+@dataclass
+class _AutoRun:
+    outcome: CompactionOutcome | None
+    ended: CompactionEnded
+    report: AutoReport
+
+
+async def _auto_compact(compact: CompactFn, reason: AutoReason, will_retry: bool) -> _AutoRun:
+    try:
+        outcome, ended = await compact(reason, will_retry)
+    except CancelledError as exc:
+        # Aborted from outside; the run has reported its end event already.
+        ended = CompactionEnded(reason=reason, aborted=True, will_retry=False)
+        return _AutoRun(None, ended, AutoReport(reason, "aborted", exc.message))
+    if outcome is not None:
+        return _AutoRun(outcome, ended, AutoReport(reason, "compacted"))
+    if ended.aborted:
+        return _AutoRun(None, ended, AutoReport(reason, "cancelled", COMPACTION_CANCELLED))
+    kind: AutoOutcome = "skipped" if ended.skipped else "failed"
+    return _AutoRun(None, ended, AutoReport(reason, kind, ended.error_message))
 
 
 async def end_of_turn(
@@ -80,11 +121,13 @@ async def end_of_turn(
     now_ms: int,
 ) -> TurnCheck:
     config = settings.compaction
-    last = _last_assistant(store)
-    if last is None or last.stop_reason == "aborted":
+    path = store.path_records()
+    found = _last_assistant(store, path)
+    if found is None or found[1].stop_reason == "aborted":
         return TurnCheck()
-    compaction_ms = _latest_compaction_ms(store)
-    stale = compaction_ms is not None and (last.timestamp or 0) <= compaction_ms
+    last_index, last = found
+    compaction = _latest_compaction(store, path)
+    stale = _from_before(compaction, last_index, last.timestamp)
     same_model = model is None or (last.provider, last.model) == (model.provider, model.model_id)
     enabled = config.enabled and config.strategy != "off"
 
@@ -97,16 +140,21 @@ async def end_of_turn(
                 error_message=OVERFLOW_ONE_SHOT_MESSAGE,
             )
             emit_ended(ended)
-            return TurnCheck(ended=ended, error_message=OVERFLOW_ONE_SHOT_MESSAGE)
+            return TurnCheck(
+                ended=ended,
+                error_message=OVERFLOW_ONE_SHOT_MESSAGE,
+                auto=AutoReport("overflow", "failed", OVERFLOW_ONE_SHOT_MESSAGE),
+            )
         if not enabled:
             return TurnCheck()
         guard.attempted = True
-        outcome, ended = await compact("overflow", True)
+        run = await _auto_compact(compact, "overflow", True)
         return TurnCheck(
-            action="retry" if outcome is not None else "none",
-            outcome=outcome,
-            ended=ended,
-            error_message=ended.error_message,
+            action="retry" if run.outcome is not None else "none",
+            outcome=run.outcome,
+            ended=run.ended,
+            error_message=run.ended.error_message,
+            auto=run.report,
         )
 
     if not enabled or stale:
@@ -119,7 +167,7 @@ async def end_of_turn(
             return TurnCheck()
         usage_entry = store.entry_of(usage_record)
         usage_ms = usage_entry.message.timestamp if isinstance(usage_entry, MessageEntry) else None
-        if compaction_ms is not None and (usage_ms or 0) <= compaction_ms:
+        if _from_before(compaction, _index_on(path, usage_record), usage_ms):
             return TurnCheck()
         tokens = estimate.tokens
     else:
@@ -131,29 +179,27 @@ async def end_of_turn(
         tokens = max(0, tokens - pruned.tokens_saved)
     if not should_compact(tokens, context_window, config):
         return TurnCheck(pruned=pruned, context_tokens=tokens)
-    outcome, ended = await compact("threshold", False)
-    if outcome is not None and config.auto_continue:
-        return TurnCheck(
-            action="continue",
-            prompt=auto_continue_prompt(),
-            outcome=outcome,
-            ended=ended,
-            pruned=pruned,
-            context_tokens=tokens,
-        )
+    run = await _auto_compact(compact, "threshold", False)
+    continuing = run.outcome is not None and config.auto_continue
     return TurnCheck(
-        outcome=outcome,
-        ended=ended,
+        action="continue" if continuing else "none",
+        prompt=auto_continue_prompt() if continuing else None,
+        outcome=run.outcome,
+        ended=run.ended,
         pruned=pruned,
-        error_message=ended.error_message,
+        error_message=run.ended.error_message,
         context_tokens=tokens,
+        auto=run.report,
     )
 
 
-def _last_assistant(store: SessionStore) -> AssistantMessage | None:
-    """The answer that ended the turn: the newest assistant message on the path,
-    unless a user message came after it (then no turn has ended yet)."""
-    for record in reversed(store.path_records()):
+def _last_assistant(
+    store: SessionStore, path: list[EntryRecord]
+) -> tuple[int, AssistantMessage] | None:
+    """The answer that ended the turn and its index on ``path``: the newest assistant
+    message, unless a user message came after it (then no turn has ended yet)."""
+    for index in range(len(path) - 1, -1, -1):
+        record = path[index]
         if record.type != "message":
             continue
         if record.role == "user":
@@ -161,15 +207,44 @@ def _last_assistant(store: SessionStore) -> AssistantMessage | None:
         if record.role == "assistant":
             entry = store.entry_of(record)
             if isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage):
-                return entry.message
+                return index, entry.message
             return None
     return None
 
 
-def _latest_compaction_ms(store: SessionStore) -> int | None:
-    for record in reversed(store.path_records()):
+def _index_on(path: list[EntryRecord], record: EntryRecord) -> int:
+    """Where ``record`` is on ``path`` (-1, before everything, if it is not)."""
+    for index in range(len(path) - 1, -1, -1):
+        if path[index].id == record.id:
+            return index
+    return -1
+
+
+@dataclass
+class _LatestCompaction:
+    index: int
+    ms: int | None
+
+
+def _latest_compaction(store: SessionStore, path: list[EntryRecord]) -> _LatestCompaction | None:
+    for index in range(len(path) - 1, -1, -1):
+        record = path[index]
         if record.type == "compaction":
             entry = store.entry_of(record)
             if isinstance(entry, CompactionEntry):
-                return iso_to_ms(entry.timestamp)
+                return _LatestCompaction(index, iso_to_ms(entry.timestamp))
     return None
+
+
+def _from_before(
+    compaction: _LatestCompaction | None, index: int, message_ms: float | None
+) -> bool:
+    """Whether a message measured the context before the latest compaction (pi ignores
+    those). One that precedes the compaction on the path did; one after it did not,
+    unless its own timestamp says it was made earlier. Timestamps alone cannot tell:
+    an answer appended in the same millisecond as the compaction ties with it."""
+    if compaction is None:
+        return False
+    if index < compaction.index:
+        return True
+    return compaction.ms is not None and (message_ms or 0) < compaction.ms

@@ -1,8 +1,10 @@
-"""Low-level writes with the durability promises of DESIGN.md.
+"""Low-level writes that keep sessiond's durability promises.
 
 Appends are one ``write()`` of whole lines on an ``O_APPEND`` descriptor;
 rewrites go to a temporary file that is fsynced, renamed over the target, and
 followed by an fsync of the directory. Nothing here ever writes in place.
+Every file is opened through ``safe_files``: no symbolic links, nothing but regular
+files, new files 0600.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from sessiond.errors import InvalidParamsError, SessiondError, StorageError
+
+from .lines import all_nul
+from .safe_files import FILE_MODE, open_regular
 
 
 def _storage_error(action: str, path: Path, exc: OSError) -> StorageError:
@@ -57,15 +62,22 @@ def temporary_path_for(target: Path) -> Path:
     return target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
 
 
-def atomic_write(target: Path, chunks: Iterable[bytes], *, mode: int = 0o644) -> None:
-    """Replace (or create) ``target`` with ``chunks``: temp file, fsync, rename, fsync dir."""
+def atomic_write(target: Path, chunks: Iterable[bytes], *, mode: int = FILE_MODE) -> None:
+    """Replace (or create) ``target`` with ``chunks``: temp file, fsync, rename, fsync dir.
+
+    The new file gets exactly ``mode`` (0600 for a new session; a rewrite passes the
+    mode the file had, so it is kept, never widened). The rename replaces whatever is at
+    ``target`` without following it: a link planted there is replaced, not written through.
+    """
     temporary = temporary_path_for(target)
     try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+        fd = open_regular(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, what="temporary file")
     except OSError as exc:
         raise _storage_error("create a temporary file beside", target, exc) from None
     try:
         try:
+            if hasattr(os, "fchmod"):
+                os.fchmod(fd, mode & 0o777)
             for chunk in chunks:
                 write_all(fd, chunk)
             os.fsync(fd)
@@ -89,7 +101,7 @@ class AppendFile:
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
-            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+            self._fd = open_regular(path, os.O_WRONLY | os.O_APPEND)
         except OSError as exc:
             raise _storage_error("open for appending", path, exc) from None
         self.dirty = False
@@ -115,19 +127,31 @@ class AppendFile:
             os.close(self._fd)
 
 
-def save_aside(path: Path, data: bytes) -> Path:
-    """Write ``data`` to a new ``<path>.corrupt`` (or ``.corrupt.N``) file, durably."""
+def save_aside(path: Path, chunks: Iterable[bytes]) -> Path:
+    """Write ``chunks`` to a new ``<path>.corrupt`` (or ``.corrupt.N``) file, durably.
+    A chunk of nothing but NUL bytes becomes a hole (the file is sparse there), so the
+    zeros a crash can leave cost no disk.
+
+    Always a new file (``O_EXCL``): whatever is already at a name, a link included, is
+    skipped and left alone."""
     for attempt in range(1000):
         suffix = ".corrupt" if attempt == 0 else f".corrupt.{attempt}"
         candidate = path.with_name(path.name + suffix)
         try:
-            fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            fd = open_regular(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, what="file")
         except FileExistsError:
             continue
         except OSError as exc:
             raise _storage_error("save damaged bytes beside", path, exc) from None
         try:
-            write_all(fd, data)
+            size = 0
+            for chunk in chunks:
+                if all_nul(chunk):
+                    os.lseek(fd, len(chunk), os.SEEK_CUR)
+                else:
+                    write_all(fd, chunk)
+                size += len(chunk)
+            os.ftruncate(fd, size)  # a hole at the end needs the size set
             os.fsync(fd)
         finally:
             os.close(fd)

@@ -14,7 +14,7 @@ from sessiond.core.messages import UserMessage, text_of_blocks
 from sessiond.errors import InvalidSessionFileError
 
 from .fileio import path_error
-from .scan import read_session_bytes, scan
+from .scan import file_chunks, open_session_file, scan
 
 
 class SessionSummary(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
@@ -35,18 +35,21 @@ def list_sessions(directory: Path) -> list[SessionSummary]:
     """Every readable session file in ``directory``, most recently modified first.
 
     Files that are not sessions (or not readable) are skipped: a listing
-    should show what can be opened. Temporary and lock files never qualify.
+    should show what can be opened. Temporary and lock files never qualify, nor
+    do symbolic links, FIFOs and devices (never opened, so never waited on).
     """
     summaries: list[SessionSummary] = []
     try:
-        candidates = sorted(directory.iterdir())
+        with os.scandir(directory) as scanned:
+            candidates = sorted(
+                (Path(item.path) for item in scanned if _may_be_session(item)),
+                key=lambda path: path.name,
+            )
     except FileNotFoundError:
         return []
     except (OSError, ValueError) as exc:
         raise path_error("list", directory, exc) from None
     for path in candidates:
-        if path.suffix != ".jsonl" or path.name.startswith(".") or not path.is_file():
-            continue
         try:
             summaries.append(summarize_session(path))
         except (InvalidSessionFileError, OSError):
@@ -55,19 +58,27 @@ def list_sessions(directory: Path) -> list[SessionSummary]:
     return summaries
 
 
+def _may_be_session(item: os.DirEntry[str]) -> bool:
+    name = item.name
+    return (
+        name.endswith(".jsonl") and not name.startswith(".") and item.is_file(follow_symlinks=False)
+    )
+
+
 def summarize_session(path: Path) -> SessionSummary:
-    size, chunks = read_session_bytes(path)
-    result = scan(path, chunks, size)
-    first_message = ""
-    last_message_time: str | None = None
-    name: str | None = None
-    with open(path, "rb") as handle:
+    """The listing's summary of one session file, read through one descriptor."""
+    fd = open_session_file(path)
+    try:
+        status = os.fstat(fd)
+        result = scan(path, file_chunks(fd), status.st_size)
+        first_message = ""
+        last_message_time: str | None = None
+        name: str | None = None
         for record in result.records:
             if record.type == "session_info":
                 # pi 0.73.1: the last session_info in the file names the session.
-                handle.seek(record.offset)
                 try:
-                    info = decode_entry(handle.read(record.length))
+                    info = decode_entry(os.pread(fd, record.length, record.offset))
                 except (msgspec.DecodeError, NotAnEntry):
                     continue
                 if isinstance(info, SessionInfoEntry):
@@ -77,14 +88,15 @@ def summarize_session(path: Path) -> SessionSummary:
             last_message_time = record.timestamp or last_message_time
             if first_message or record.role != "user":
                 continue
-            handle.seek(record.offset)
             try:
-                entry = decode_entry(handle.read(record.length))
+                entry = decode_entry(os.pread(fd, record.length, record.offset))
             except (msgspec.DecodeError, NotAnEntry):
                 continue
             if isinstance(entry, MessageEntry) and isinstance(entry.message, UserMessage):
                 first_message = text_of_blocks(entry.message.content)
-    modified = last_message_time or _mtime(path)
+    finally:
+        os.close(fd)
+    modified = last_message_time or _mtime(status.st_mtime)
     return SessionSummary(
         path=str(path),
         session_id=result.header.id,
@@ -98,7 +110,7 @@ def summarize_session(path: Path) -> SessionSummary:
     )
 
 
-def _mtime(path: Path) -> str:
+def _mtime(seconds: float) -> str:
     from sessiond.paths import iso_now
 
-    return iso_now(datetime.fromtimestamp(os.stat(path).st_mtime, UTC))
+    return iso_now(datetime.fromtimestamp(seconds, UTC))

@@ -4,6 +4,11 @@ The lock lives on a sidecar file ``<session>.lock`` rather than on the session
 file itself, because an atomic rewrite replaces the session file's inode and
 would silently drop a lock held on the old one. The sidecar carries who holds
 it (pid, host, program, since), so a refused second writer can name the owner.
+
+Whatever is at ``<session>.lock`` may have been planted there: it is opened without
+following a link and used only if it is a regular file with one name that nobody
+else can write (``safe_files``), and releasing removes the path only while it still names the very
+file that was locked.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from typing import Any
 from sessiond._version import __version__
 from sessiond.errors import SessionLockedError, StorageError
 from sessiond.paths import iso_now
+
+from .safe_files import open_regular
 
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
     import msvcrt
@@ -61,7 +68,7 @@ class SessionLock:
     def acquire(self) -> None:
         for _ in range(10):
             try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+                fd = open_regular(self.path, os.O_RDWR | os.O_CREAT, what="lock file", sidecar=True)
             except OSError as exc:
                 raise StorageError(
                     f"cannot create lock file {self.path}: {exc.strerror}", path=str(self.path)
@@ -72,11 +79,7 @@ class SessionLock:
                 raise SessionLockedError(_locked_message(self.path, owner), owner=owner)
             # Another process may have unlinked the lock file between our open and
             # our lock (it released the session); then we locked an orphaned inode.
-            try:
-                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
-            except FileNotFoundError:
-                same = False
-            if same:
+            if _still_at_path(fd, self.path):
                 self._fd = fd
                 self._write_owner(fd)
                 return
@@ -99,9 +102,11 @@ class SessionLock:
             return
         fd, self._fd = self._fd, None
         # Unlink while still holding the lock, so that nobody can lock the path's
-        # current inode and believe they own it while we do.
+        # current inode and believe they own it while we do. Only the file we locked is
+        # removed: if something else now sits at the path (a link to our file included),
+        # it is not ours to delete.
         try:
-            if os.fstat(fd).st_ino == os.stat(self.path).st_ino:
+            if _still_at_path(fd, self.path):
                 os.unlink(self.path)
         except OSError:
             pass
@@ -113,6 +118,16 @@ class SessionLock:
     @property
     def held(self) -> bool:
         return self._fd is not None
+
+
+def _still_at_path(fd: int, path: Path) -> bool:
+    """Whether ``path`` itself (not a link there) is the file open on ``fd``."""
+    try:
+        at_path = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    held = os.fstat(fd)
+    return (held.st_dev, held.st_ino) == (at_path.st_dev, at_path.st_ino)
 
 
 def _read_owner(fd: int) -> dict[str, Any]:

@@ -16,12 +16,24 @@ class DamagedLine(msgspec.Struct, rename="camel", kw_only=True):
 
 
 class TornTail(msgspec.Struct, rename="camel", kw_only=True):
-    """An unfinished last line (a crash mid-write), cut off and saved aside."""
+    """An unfinished last line (a crash mid-write), cut off and saved aside.
+
+    The ``.corrupt`` file keeps the removed bytes, up to ``MAX_LINE_BYTES`` of them: a
+    longer tail cannot be an entry (sessiond reads no longer line), and copying
+    gigabytes of it (a sparse file's zeros, say) would stall the open and fill the
+    disk. ``length - saved_bytes`` bytes are then dropped, and the report says so.
+    """
 
     offset: int
     length: int
     saved_to: str | None  # the .corrupt file holding the removed bytes; None if not repaired
     preview: str
+    # How many of the ``length`` bytes the .corrupt file holds: all of them, or the first
+    # MAX_LINE_BYTES of a longer tail; 0 when not repaired (a read-only open).
+    saved_bytes: int = 0
+    # The tail was nothing but NUL bytes: what a filesystem leaves when a crash came
+    # after the file grew but before its data was written.
+    all_nul: bool = False
 
 
 class RecoveryReport(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
@@ -55,7 +67,7 @@ class RecoveryReport(msgspec.Struct, rename="camel", kw_only=True, omit_defaults
         return self == RecoveryReport()
 
 
-def preview_of(data: bytes, limit: int = 80) -> str:
+def preview_of(data: bytes | bytearray, limit: int = 80) -> str:
     """A short printable rendering of raw bytes."""
     shown = data[:limit].decode("utf-8", "backslashreplace")
     escaped = shown.encode("unicode_escape").decode("ascii")

@@ -9,13 +9,19 @@ invalid UTF-8. Nothing is silently dropped.
 
 UTF-8 inside skipped fields is not checked here (checking a 200 MB file costs
 seconds); the store checks each line when it first uses its body.
+
+Time is linear in the file's size and memory bounded whatever the lines are like:
+a line longer than ``MAX_LINE_BYTES`` (64 MiB; see ``lines``) is never gathered.
+In the middle of the file it is a damaged line (offset, length, the first bytes
+as a preview) left in place unread; as the last line without a newline it is a
+torn tail, which the store cuts off keeping only its first ``MAX_LINE_BYTES`` in
+the ``.corrupt`` file (and saying whether it was all NUL bytes).
 """
 
 from __future__ import annotations
 
 import os
-import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -25,10 +31,13 @@ import msgspec
 from sessiond.core.decode import NotAnEntry, decode_entry
 from sessiond.core.entries import CURRENT_SESSION_VERSION, SessionHeader, UnknownEntry
 from sessiond.core.jsjson import replace_lone_surrogates
-from sessiond.errors import InvalidSessionFileError, StorageError
+from sessiond.errors import InvalidSessionFileError
 
+from .fileio import path_error
+from .lines import MAX_LINE_BYTES, PartialLine
 from .records import EntryRecord, MessageRole
 from .recovery import DamagedLine, RecoveryReport, TornTail, preview_of
+from .safe_files import open_regular
 
 CHUNK_SIZE: Final = 8 * 1024 * 1024
 _BOM: Final = b"\xef\xbb\xbf"
@@ -45,70 +54,87 @@ class ScanResult:
     version: int
     records: list[EntryRecord] = field(default_factory=list)
     report: RecoveryReport = field(default_factory=RecoveryReport)
-    # The unfinished last line, if any: bytes to save aside before cutting them off.
-    torn_bytes: bytes | None = None
     size: int = 0
     ends_with_newline: bool = True
     # Lines already in hand that the store decodes at once (metadata, repaired UTF-8).
     eager_lines: dict[int, bytes] = field(default_factory=dict)
 
 
-def read_session_bytes(path: Path) -> tuple[int, Iterator[bytes]]:
-    """Open ``path`` for scanning: its size and an iterator of chunks."""
+def open_session_file(path: Path) -> int:
+    """``path`` opened for reading, if it is a regular file and not a symbolic link; the
+    open never blocks (a FIFO there is refused at once)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        return open_regular(path, os.O_RDONLY)
     except FileNotFoundError:
         raise InvalidSessionFileError(
             f"{path}: no such session file", reason="notFound", path=str(path)
         ) from None
-    except IsADirectoryError:
-        raise InvalidSessionFileError(
-            f"{path}: is a directory, not a session file", reason="notAFile", path=str(path)
-        ) from None
-    except OSError as exc:
-        raise StorageError(f"cannot open {path}: {exc.strerror}", path=str(path)) from None
-    status = os.fstat(fd)
-    if not stat.S_ISREG(status.st_mode):
-        os.close(fd)
-        raise InvalidSessionFileError(
-            f"{path}: is not a regular file, so not a session file",
-            reason="notAFile",
-            path=str(path),
-        )
+    except (OSError, ValueError) as exc:
+        raise path_error("open", path, exc) from None
+
+
+def file_chunks(fd: int) -> Iterator[bytes]:
+    """The rest of the file open on ``fd``, in chunks (the caller closes ``fd``)."""
+    while chunk := os.read(fd, CHUNK_SIZE):
+        yield chunk
+
+
+def read_session_bytes(path: Path) -> tuple[int, Iterator[bytes]]:
+    """Open ``path`` for scanning: its size and an iterator of chunks."""
+    fd = open_session_file(path)
 
     def chunks() -> Iterator[bytes]:
         try:
-            while chunk := os.read(fd, CHUNK_SIZE):
-                yield chunk
+            yield from file_chunks(fd)
         finally:
             os.close(fd)
 
-    return status.st_size, chunks()
+    return os.fstat(fd).st_size, chunks()
 
 
-def scan(path: Path, chunks: Iterator[bytes], size: int) -> ScanResult:
-    """Index a session from its bytes. Raises ``InvalidSessionFileError`` for a bad header."""
+def scan(path: Path, chunks: Iterable[bytes], size: int) -> ScanResult:
+    """Index a session from its bytes. Raises ``InvalidSessionFileError`` for a bad header.
+
+    Linear in the file's size whatever its lines are like, and never holding more than
+    one chunk and one line of at most ``MAX_LINE_BYTES``: a longer line is reported
+    (a damaged line, or a torn tail if it is the last and has no newline) and skipped.
+    """
     scanner = _Scanner(path)
-    carry = b""
+    partial: PartialLine | None = None  # the line that runs on into the next chunk
     base = 0  # file offset of chunk[0]
-    for chunk in chunks:
+    for chunk in _at_most_chunk_size(chunks):
         start = 0
-        if carry:
-            # Only the line that spans two chunks is copied, never a whole chunk.
+        if partial is not None:
             first = chunk.find(b"\n")
             if first < 0:
-                carry += chunk
+                partial.extend(chunk)
                 base += len(chunk)
                 continue
-            joined = carry + chunk[: first + 1]
-            scanner.feed(joined, 0, len(joined), base - len(carry))
+            # Only the line that spans chunks is copied, never a whole chunk.
+            partial.extend(memoryview(chunk)[:first])
+            scanner.spanning_line(partial)
+            partial = None
             start = first + 1
         end = chunk.rfind(b"\n") + 1
         if end > start:
             scanner.feed(chunk, start, end, base)
-        carry = chunk[max(end, start) :]
+        rest = max(end, start)
+        if rest < len(chunk):
+            partial = PartialLine(base + rest)
+            partial.extend(memoryview(chunk)[rest:])
         base += len(chunk)
-    return scanner.finish(carry, base - len(carry), size)
+    return scanner.finish(partial, size)
+
+
+def _at_most_chunk_size(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """The chunks, cut to ``CHUNK_SIZE`` where longer: a line inside one chunk is then
+    always shorter than ``MAX_LINE_BYTES``."""
+    for chunk in chunks:
+        if len(chunk) <= CHUNK_SIZE:
+            yield chunk
+        else:
+            for start in range(0, len(chunk), CHUNK_SIZE):
+                yield chunk[start : start + CHUNK_SIZE]
 
 
 class _Scanner:
@@ -120,7 +146,7 @@ class _Scanner:
         self.records: list[EntryRecord] = []
         self.eager_lines: dict[int, bytes] = {}
 
-    def feed(self, data: bytes, pos: int, end: int, base: int) -> None:
+    def feed(self, data: bytes | bytearray, pos: int, end: int, base: int) -> None:
         """Handle the complete lines ``data[pos:end]``; ``data[0]`` is at file offset ``base``."""
         view = memoryview(data)
         find = data.find
@@ -157,27 +183,74 @@ class _Scanner:
             pos = newline + 1
         self.line_no = line_no
 
-    def finish(self, tail: bytes, base: int, size: int) -> ScanResult:
+    def spanning_line(self, line: PartialLine) -> None:
+        """A line that ran over from one chunk into the next, now complete (its newline
+        is not in ``line``)."""
+        if line.data is None:
+            self.line_no += 1
+            self._over_long(line)
+            return
+        data = line.data
+        data += b"\n"
+        self.feed(data, 0, len(data), line.offset)
+
+    def _over_long(self, line: PartialLine) -> None:
+        """A line longer than ``MAX_LINE_BYTES`` in the middle: reported, never read."""
+        if self.result is None:
+            raise _over_long_first_line(self.path, line)
+        if self.result.version < CURRENT_SESSION_VERSION:
+            return  # the migration copies it through; the scan after it reports it
+        nul = ", all NUL bytes" if line.nul_only else ""
+        self.report.damaged_lines.append(
+            DamagedLine(
+                line=self.line_no,
+                offset=line.offset,
+                length=line.length,
+                reason=f"longer than {MAX_LINE_BYTES} bytes, the most a line may have{nul}: "
+                "left in place unread",
+                preview=preview_of(line.head),
+            )
+        )
+
+    def finish(self, tail: PartialLine | None, size: int) -> ScanResult:
         """Handle the last line if it has no newline, and return the result."""
-        torn: bytes | None = None
-        if tail:
-            if not tail.strip(_WHITESPACE):
+        data = tail.data if tail is not None else None
+        if tail is not None and data is None:
+            self.line_no += 1
+            if self.result is None:
+                raise _over_long_first_line(self.path, tail)
+            # Too long to be an entry, and unfinished: a torn tail (a crash, or a
+            # filesystem's zeros). It is not held: the repair copies what it keeps.
+            self.report.torn_tail = TornTail(
+                offset=tail.offset,
+                length=tail.length,
+                saved_to=None,
+                preview=preview_of(tail.head),
+                all_nul=tail.nul_only,
+            )
+        elif tail is not None and data is not None:
+            base = tail.offset
+            if not data.strip(_WHITESPACE):
                 self.line_no += 1
                 self.report.blank_lines += 1
-            elif self.result is not None and not _is_json(tail):
+            elif self.result is not None and not _is_json(data):
                 # Unfinished: a crash mid-write, or zeros left by the filesystem.
                 self.line_no += 1
-                torn = tail
                 self.report.torn_tail = TornTail(
-                    offset=base, length=len(tail), saved_to=None, preview=preview_of(tail)
+                    offset=base,
+                    length=len(data),
+                    saved_to=None,
+                    preview=preview_of(data),
+                    all_nul=tail.nul_only,
                 )
             else:
                 # A complete line that only lacks its newline (the next append adds it).
                 self.report.missing_final_newline = True
-                self.feed(tail + b"\n", 0, len(tail) + 1, base)
+                data += b"\n"
+                self.feed(data, 0, len(data), base)
                 for record in self.records[-1:]:
                     if record.offset == base:
-                        record.length = len(tail)
+                        record.length = len(data) - 1
         if self.result is None:
             if size == 0:
                 raise InvalidSessionFileError(
@@ -193,9 +266,8 @@ class _Scanner:
         result = self.result
         result.records = self.records
         result.report = self.report
-        result.torn_bytes = torn
         result.size = size
-        result.ends_with_newline = not tail
+        result.ends_with_newline = tail is None
         result.eager_lines = self.eager_lines
         return result
 
@@ -269,24 +341,32 @@ class _Scanner:
         try:
             data = msgspec.json.decode(raw)
         except msgspec.DecodeError:
+            # The error never quotes the file: whoever asked may not be allowed to
+            # read it (a private key named as a session must not come back in an error).
             raise InvalidSessionFileError(
-                f"{where}: the first line is not JSON, so this is not a session file "
-                f"(it starts with {preview_of(raw, 40)!r})",
+                f"{where}: the first line is not JSON, so this is not a session file",
                 reason="notASessionFile",
                 path=str(self.path),
             ) from None
         if not isinstance(data, dict) or data.get("type") != "session":
-            found = data.get("type") if isinstance(data, dict) else type(data).__name__
+            if not isinstance(data, dict):
+                found = _json_kind(data)
+            elif isinstance(data.get("type"), str):
+                found = 'a different "type"'
+            else:
+                found = f'a "type" that is {_json_kind(data.get("type"))}'
             raise InvalidSessionFileError(
                 f"{where}: the first line is not a session header "
-                f'(expected "type":"session", found {found!r})',
+                f'(expected "type":"session", found {found})',
                 reason="notASessionFile",
                 path=str(self.path),
             )
         version = data.get("version", 1)
         if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            small = isinstance(version, int) and not isinstance(version, bool) and version > -1000
+            found = str(version) if small else _json_kind(version)
             raise InvalidSessionFileError(
-                f"{where}: the header's version {version!r} is not a version number",
+                f"{where}: the header's version is not a version number (found {found})",
                 reason="invalidHeader",
                 path=str(self.path),
             )
@@ -315,6 +395,28 @@ class _Scanner:
                 path=str(self.path),
             ) from None
         self.result = ScanResult(header=header, header_data=data, version=version)
+
+
+def _json_kind(value: object) -> str:
+    """What kind of JSON value ``value`` is, without quoting it."""
+    if value is None:
+        return "null or missing"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
+def _over_long_first_line(path: Path, line: PartialLine) -> InvalidSessionFileError:
+    return InvalidSessionFileError(
+        f"{path}: the first line is {line.length} bytes long, more than any session header "
+        f"(the most a line may have is {MAX_LINE_BYTES}), so this is not a session file",
+        reason="notASessionFile",
+        path=str(path),
+    )
 
 
 def decode_metadata(record: EntryRecord, line: bytes, report: RecoveryReport) -> None:
@@ -353,7 +455,7 @@ def _loose_record(line: bytes) -> EntryRecord | None:
     )
 
 
-def _is_json(data: bytes) -> bool:
+def _is_json(data: bytes | bytearray) -> bool:
     try:
         msgspec.json.decode(data)
     except msgspec.DecodeError:

@@ -1,8 +1,12 @@
 """A session file opened for reading and writing: pi's SessionManager, made durable.
 
 ``SessionStore.open`` indexes an existing file (repairing a torn tail and
-migrating old versions); ``SessionStore.create`` starts a new session that is
-written to disk only when the first assistant message arrives, as pi does.
+migrating old versions), in time linear in its size and memory bounded by the
+longest line read (``lines.MAX_LINE_BYTES``): the ``.corrupt`` file of a repair
+keeps at most that many bytes of the tail (the report says how many it kept and
+whether the tail was all NUL bytes), and a migration goes line by line.
+``SessionStore.create`` starts a new session that is written to disk only
+when the first assistant message arrives, as pi does.
 Every mutation goes through ``append_entries``: one ``write()`` of whole
 lines under the current leaf, then the index and the leaf view are updated.
 """
@@ -10,6 +14,8 @@ lines under the current leaf, then the index and the leaf view are updated.
 from __future__ import annotations
 
 import os
+import stat
+import tempfile
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -49,14 +55,23 @@ from sessiond.errors import (
 from sessiond.paths import check_session_id, default_session_dir, iso_now, session_file_name
 from sessiond.settings import StorageSettings
 
-from .fileio import AppendFile, atomic_write, path_error, save_aside
+from .fileio import AppendFile, atomic_write, path_error, save_aside, write_all
 from .ids import new_entry_id, new_session_id
 from .leaf_view import LeafView
+from .lines import MAX_LINE_BYTES, read_chunks, read_lines
 from .lock import SessionLock
-from .migrate import migrate_lines
+from .migrate import Migration
 from .records import EntryRecord, new_record
 from .recovery import DamagedLine, RecoveryReport
-from .scan import EAGER_TYPES, ScanResult, decode_metadata, read_session_bytes, scan
+from .safe_files import FILE_MODE, check_regular_or_absent, make_private_directories, open_regular
+from .scan import (
+    EAGER_TYPES,
+    ScanResult,
+    decode_metadata,
+    open_session_file,
+    read_session_bytes,
+    scan,
+)
 
 FsyncPolicy = Literal["always", "batch", "never"]
 Clock = Callable[[], datetime]
@@ -109,7 +124,7 @@ class SessionStore:
         persisted: bool,
         readonly: bool,
         lock: SessionLock | None,
-        memory: bytes | None,
+        source_fd: int | None,
         clock: Clock,
     ) -> None:
         self.path = path
@@ -120,9 +135,9 @@ class SessionStore:
         self._lock = lock
         self._clock = clock
         self._persisted = persisted
-        # The file as bytes when it is read-only and was migrated only in memory.
-        self._memory = memory
-        self._read_fd: int | None = None
+        # A read-only open of an old version reads its migrated copy (an anonymous
+        # temporary file) in place of the file.
+        self._read_fd: int | None = source_fd
         self._append: AppendFile | None = None
         self._closed = False
         self.recovery = scan_result.report if scan_result is not None else RecoveryReport()
@@ -162,14 +177,18 @@ class SessionStore:
 
         Writable: takes the lock, cuts a torn last line off into a ``.corrupt``
         file, migrates an old version by atomic rewrite. Read-only: no lock and
-        no change to the file; repairs and migrations happen in memory only.
+        no change to the file; a torn tail is only reported, and a migration goes to
+        an anonymous temporary file read in the file's place.
+        Either way only a regular file is opened, never through a symbolic link.
         """
         file_path = Path(path).absolute()
         storage = storage or StorageSettings()
         lock: SessionLock | None = None
         if not readonly:
+            # Refuse a link or a FIFO before making a lock file beside it; the open
+            # after the lock checks again, on the descriptor.
             try:
-                exists = file_path.exists()
+                exists = check_regular_or_absent(file_path)
             except (OSError, ValueError) as exc:
                 raise path_error("open", file_path, exc) from None
             if not exists:
@@ -178,14 +197,14 @@ class SessionStore:
                 )
             lock = SessionLock(file_path)
             lock.acquire()
+        source_fd: int | None = None
         try:
             size, chunks = read_session_bytes(file_path)
             result = scan(file_path, chunks, size)
-            memory: bytes | None = None
-            if result.version < CURRENT_SESSION_VERSION:
-                result, memory = cls._migrate(file_path, result, readonly)
-            if result.torn_bytes is not None and not readonly:
+            if result.report.torn_tail is not None and not readonly:
                 cls._repair_torn_tail(file_path, result)
+            if result.version < CURRENT_SESSION_VERSION:
+                result, source_fd = cls._migrate(file_path, result, readonly)
             header_line = msgspec.json.encode(result.header_data)
             store = cls(
                 path=file_path,
@@ -196,51 +215,92 @@ class SessionStore:
                 persisted=True,
                 readonly=readonly,
                 lock=lock,
-                memory=memory,
+                source_fd=source_fd,
                 clock=clock,
             )
         except BaseException:
+            if source_fd is not None:
+                os.close(source_fd)
             if lock is not None:
                 lock.release()
             raise
         return store
 
     @staticmethod
-    def _migrate(path: Path, result: ScanResult, readonly: bool) -> tuple[ScanResult, bytes | None]:
-        original = path.read_bytes()
-        lines = original.split(b"\n")
-        trailing_torn = result.torn_bytes is not None
-        if trailing_torn:
-            lines = lines[:-1]  # the torn tail is handled after migration
-        elif lines and lines[-1] == b"":
-            lines = lines[:-1]
-        migrated, from_version = migrate_lines(lines, lambda used: new_entry_id(used.__contains__))
-        data = b"".join(line + b"\n" for line in migrated)
-        if trailing_torn and result.torn_bytes is not None:
-            data += result.torn_bytes
-        if not readonly:
-            atomic_write(path, [data], mode=_file_mode(path))
-        rescanned = scan(path, iter([data]), len(data))
-        rescanned.report.migrated_from_version = from_version
-        return rescanned, (data if readonly else None)
+    def _migrate(path: Path, result: ScanResult, readonly: bool) -> tuple[ScanResult, int | None]:
+        """Migrate an old version line by line (memory does not grow with the file).
+
+        Writable: an atomic rewrite of the file. Read-only: the file is left alone and
+        the migrated copy goes to an anonymous temporary file, returned to be read in
+        its place. A torn tail is no part of it: cut off before, or (read-only) only
+        reported.
+        """
+        torn = result.report.torn_tail
+        end = torn.offset if torn is not None else result.size
+        source = open_session_file(path)
+        copy: int | None = None
+        try:
+            migration = Migration(lambda used: new_entry_id(used.__contains__))
+            from_version = migration.plan(data for _, data, _ in read_lines(source, end))
+            migrated = _migrated_chunks(source, end, migration)
+            if readonly:
+                with tempfile.TemporaryFile() as handle:
+                    copy = os.dup(handle.fileno())
+                size = 0
+                for chunk in migrated:
+                    write_all(copy, chunk)
+                    size += len(chunk)
+                chunks: Iterable[bytes] = (chunk for _, chunk in read_chunks(copy, 0, size))
+            else:
+                atomic_write(path, migrated, mode=os.fstat(source).st_mode)
+                size, chunks = read_session_bytes(path)
+            rescanned = scan(path, chunks, size)
+        except BaseException as exc:
+            if copy is not None:
+                os.close(copy)
+            if isinstance(exc, OSError):
+                raise StorageError(
+                    f"cannot migrate {path}: {exc.strerror or exc}", path=str(path)
+                ) from None
+            raise
+        finally:
+            os.close(source)
+        report = rescanned.report
+        report.migrated_from_version = from_version
+        report.torn_tail = torn
+        report.byte_order_mark = report.byte_order_mark or result.report.byte_order_mark
+        return rescanned, copy
 
     @staticmethod
     def _repair_torn_tail(path: Path, result: ScanResult) -> None:
-        torn, report = result.torn_bytes, result.report.torn_tail
-        assert torn is not None and report is not None
-        saved = save_aside(path, torn)
+        """Cut the torn last line off, after saving it aside: all of it, or the first
+        ``MAX_LINE_BYTES`` of a longer one (copied in chunks; NUL runs become holes)."""
+        report = result.report.torn_tail
+        assert report is not None
+        saved_bytes = 0
+
+        def kept(fd: int) -> Iterator[bytes]:
+            nonlocal saved_bytes
+            end = report.offset + min(report.length, MAX_LINE_BYTES)
+            for _, chunk in read_chunks(fd, report.offset, end):
+                saved_bytes += len(chunk)
+                yield chunk
+
         try:
-            with open(path, "r+b") as handle:
-                handle.truncate(report.offset)
-                handle.flush()
-                os.fsync(handle.fileno())
+            fd = open_regular(path, os.O_RDWR)
+            try:
+                saved = save_aside(path, kept(fd))
+                os.ftruncate(fd, report.offset)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
         except OSError as exc:
             raise StorageError(
                 f"cannot cut the torn last line off {path}: {exc.strerror}", path=str(path)
             ) from None
         report.saved_to = str(saved)
+        report.saved_bytes = saved_bytes
         result.size = report.offset
-        result.torn_bytes = None
         result.ends_with_newline = True
 
     @classmethod
@@ -270,7 +330,8 @@ class SessionStore:
             )
             file_path = directory.absolute() / session_file_name(created, session_id)
         try:
-            taken = file_path.exists() and file_path.stat().st_size > 0
+            # A link, FIFO or directory at the path is refused (not replaced later).
+            taken = check_regular_or_absent(file_path) and file_path.stat().st_size > 0
         except (OSError, ValueError) as exc:
             raise path_error("create", file_path, exc) from None
         if taken:
@@ -279,7 +340,7 @@ class SessionStore:
                 path=str(file_path),
             )
         try:
-            file_path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_directories(file_path.parent)
         except (OSError, ValueError) as exc:
             raise path_error("create the session directory", file_path.parent, exc) from None
         header = SessionHeader(
@@ -300,7 +361,7 @@ class SessionStore:
             persisted=False,
             readonly=False,
             lock=lock,
-            memory=None,
+            source_fd=None,
             clock=clock,
         )
 
@@ -402,10 +463,7 @@ class SessionStore:
         """The entry's line as stored (without the newline), as valid UTF-8 and strict JSON."""
         if record.offset < 0:
             return self._unwritten[record.id]
-        if self._memory is not None:
-            data = self._memory[record.offset : record.offset + record.length]
-        else:
-            data = os.pread(self._reader(), record.length, record.offset)
+        data = os.pread(self._reader(), record.length, record.offset)
         if record.utf8_state == 1:
             return data
         first_read = record.utf8_state == 0
@@ -433,7 +491,7 @@ class SessionStore:
     def _reader(self) -> int:
         if self._read_fd is None:
             try:
-                self._read_fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+                self._read_fd = open_regular(self.path, os.O_RDONLY)
             except OSError as exc:
                 raise StorageError(f"cannot read {self.path}: {exc.strerror}") from None
         return self._read_fd
@@ -665,6 +723,14 @@ class SessionStore:
             **fields,
         }
         line = msgspec.json.encode(data)
+        if len(line) > MAX_LINE_BYTES:
+            # Opening the file would report such a line as damage, not read it.
+            raise InvalidEntryError(
+                f"{where}: the entry is {len(line)} bytes as a line; a session line may "
+                f"have at most {MAX_LINE_BYTES}",
+                index=index,
+                reason="tooLarge",
+            )
         try:
             # Decoding the line is an order of magnitude faster than msgspec.convert on the
             # dict, and validates exactly what will be on disk.
@@ -689,6 +755,13 @@ class SessionStore:
             raise InvalidEntryError(
                 f"{where}: {role} messages are built from compaction and branch_summary "
                 "entries; append those entries instead",
+                index=index,
+            )
+        if role == "assistant" and not isinstance(message.get("api"), str):
+            # pi always writes it, and reads it to decide whether thinking can be replayed.
+            raise InvalidEntryError(
+                f"{where}: an assistant message needs `api`, the provider API that produced it "
+                '(e.g. "anthropic-messages")',
                 index=index,
             )
         prepared = dict(message)
@@ -750,7 +823,7 @@ class SessionStore:
             chunks += [line, b"\n"]
             offset += len(line) + 1
         # A new file appears whole or not at all: temp file, fsync, rename.
-        atomic_write(self.path, chunks, mode=0o644)
+        atomic_write(self.path, chunks, mode=FILE_MODE)
         for record, record_offset in zip(self._unwritten_order, offsets, strict=True):
             record.offset = record_offset
         self._unwritten.clear()
@@ -850,6 +923,17 @@ class SessionStore:
             pending: list[bytes] = []
             pending_size = 0
             for offset, line in self._file_lines():
+                if not isinstance(line, bytes):
+                    # Longer than any entry (damage): copied through, never held whole.
+                    if pending:
+                        yield b"".join(pending)
+                        pending, pending_size = [], 0
+                    for chunk in line:
+                        new_size += len(chunk)
+                        yield chunk
+                    new_size += 1
+                    yield b"\n"
+                    continue
                 replacement = replaced_at.get(offset)
                 out = replacement if replacement is not None else line
                 if offset in by_offset:
@@ -889,22 +973,18 @@ class SessionStore:
             self._message_cache.pop(id(record), None)
         self._view.reset(list(self._view.path))
 
-    def _file_lines(self) -> Iterator[tuple[int, bytes]]:
-        """Every line of the file with its offset (the header's is 0), newline stripped."""
-        fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+    def _file_lines(self) -> Iterator[tuple[int, bytes | Iterator[bytes]]]:
+        """Every line of the file with its offset (the header's is 0), newline stripped.
+
+        A line longer than ``MAX_LINE_BYTES`` comes as an iterator of its chunks, to be
+        consumed before the next line; time is linear whatever the lines' lengths."""
+        fd = open_regular(self.path, os.O_RDONLY)
         try:
-            carry = b""
-            base = 0
-            while chunk := os.read(fd, 8 << 20):
-                data = carry + chunk if carry else chunk
-                pos = 0
-                while (newline := data.find(b"\n", pos)) >= 0:
-                    yield base + pos, data[pos:newline]
-                    pos = newline + 1
-                carry = data[pos:]
-                base += pos
-            if carry:
-                yield base, carry
+            for offset, line, length in read_lines(fd, os.fstat(fd).st_size):
+                if line is not None:
+                    yield offset, line
+                else:
+                    yield offset, (chunk for _, chunk in read_chunks(fd, offset, offset + length))
         finally:
             os.close(fd)
 
@@ -949,8 +1029,6 @@ class SessionStore:
 
     def _line_number_at(self, offset: int) -> int:
         """The 1-based number of the line at ``offset`` (counted only for damage reports)."""
-        if self._memory is not None:
-            return self._memory.count(b"\n", 0, offset) + 1
         newlines = position = 0
         while position < offset:
             chunk = os.pread(self._reader(), min(8 << 20, offset - position), position)
@@ -1055,7 +1133,34 @@ def _sort_time(timestamp: str) -> int:
 
 
 def _file_mode(path: Path) -> int:
+    """The mode a rewrite keeps: the file's own (the user may have chosen it), never wider;
+    0600 when the path holds no regular file (the rewrite then refuses to read it)."""
     try:
-        return path.stat().st_mode & 0o777
+        status = os.stat(path, follow_symlinks=False)
     except OSError:
-        return 0o644
+        return FILE_MODE
+    return status.st_mode & 0o777 if stat.S_ISREG(status.st_mode) else FILE_MODE
+
+
+def _migrated_chunks(source: int, end: int, migration: Migration) -> Iterator[bytes]:
+    """The migrated file, in chunks of about a megabyte; a line too long to read is
+    copied through as it is."""
+    pending: list[bytes] = []
+    pending_size = 0
+    for offset, line, length in read_lines(source, end):
+        if line is None:
+            if pending:
+                yield b"".join(pending)
+                pending, pending_size = [], 0
+            for _, chunk in read_chunks(source, offset, offset + length):
+                yield chunk
+            yield b"\n"
+            continue
+        migrated = migration.rewrite(line)
+        pending += (migrated, b"\n")
+        pending_size += len(migrated) + 1
+        if pending_size >= 1 << 20:
+            yield b"".join(pending)
+            pending, pending_size = [], 0
+    if pending:
+        yield b"".join(pending)

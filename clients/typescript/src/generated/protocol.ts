@@ -8,9 +8,12 @@ export interface AbortResult {
   aborted: boolean;
 }
 
+/** A message as pi's agent holds it, tagged by `role`: what `message` entries store and what `context/build` returns in the `agent` format (the summary roles are built from compaction and branch_summary entries). */
+export type AgentMessage = UserMessage | DeveloperMessage | AssistantMessage | ToolResultMessage | BashExecutionMessage | PythonExecutionMessage | CustomMessage | HookMessage | BranchSummaryMessage | CompactionSummaryMessage | FileMentionMessage;
+
 export interface AppendParams {
   sessionId: string;
-  entries: Record<string, unknown>[];
+  entries: EntryInput[];
   expectedLeafId?: string | null;
 }
 
@@ -23,6 +26,86 @@ export interface AppendResult {
 export interface AppendedEntry {
   entryId: string;
   leafId: string | null;
+}
+
+export interface AssistantMessage {
+  role: "assistant";
+  content: (TextContent | ThinkingContent | ToolCall | RedactedThinkingContent)[];
+  /** @default null */
+  api?: string | null;
+  provider: string;
+  model: string;
+  usage: TokenUsage;
+  stopReason: string;
+  /** @default null */
+  errorMessage?: string | null;
+  /** @default null */
+  timestamp?: number | null;
+  /** @default null */
+  responseId?: string | null;
+  /** @default null */
+  providerPayload?: unknown;
+  /** @default null */
+  duration?: number | null;
+  /** @default null */
+  ttft?: number | null;
+}
+
+/** An assistant message to append: as stored, but api is required (pi always writes it). */
+export interface AssistantMessageInput {
+  role: "assistant";
+  content: (TextContent | ThinkingContent | ToolCall | RedactedThinkingContent)[];
+  api: string;
+  provider: string;
+  model: string;
+  usage: TokenUsage;
+  stopReason: string;
+  /** @default null */
+  errorMessage?: string | null;
+  /** @default null */
+  timestamp?: number | null;
+  /** @default null */
+  responseId?: string | null;
+  /** @default null */
+  providerPayload?: unknown;
+  /** @default null */
+  duration?: number | null;
+  /** @default null */
+  ttft?: number | null;
+}
+
+/**
+ * What became of the automatic compaction a turn called for (never an error).
+ *
+ * ``compacted``: written (``compaction`` has it). ``failed``: every summarizer
+ * failed, or an overflow right after an overflow compaction. ``skipped``: nothing
+ * to compact. ``cancelled``: a ``session_before_compact`` hook said cancel.
+ * ``aborted``: ``compaction/abort``, or a ``compaction/run`` that took over.
+ * Nothing is written unless ``compacted``.
+ */
+export interface AutoCompactionReport {
+  reason: "overflow" | "threshold";
+  outcome: "aborted" | "cancelled" | "compacted" | "failed" | "skipped";
+  /** @default null */
+  message?: string | null;
+}
+
+export interface BashExecutionMessage {
+  role: "bashExecution";
+  command: string;
+  output: string;
+  cancelled: boolean;
+  truncated: boolean;
+  /** @default null */
+  exitCode?: number | null;
+  /** @default null */
+  excludeFromContext?: boolean | null;
+  /** @default null */
+  fullOutputPath?: string | null;
+  /** @default null */
+  meta?: unknown;
+  /** @default null */
+  timestamp?: number | null;
 }
 
 export interface BeforeCompactHookParams {
@@ -67,6 +150,41 @@ export interface BeforeTreeHookResult {
   label?: string | null;
 }
 
+export interface BranchSummaryEntry {
+  type: "branch_summary";
+  id: string;
+  parentId: string | null;
+  timestamp: string;
+  fromId: string;
+  summary: string;
+  /** @default null */
+  details?: unknown;
+  /** @default null */
+  fromHook?: boolean | null;
+  /** @default null */
+  fromExtension?: boolean | null;
+}
+
+export interface BranchSummaryEntryInput {
+  type: "branch_summary";
+  fromId: string;
+  summary: string;
+  /** @default null */
+  details?: unknown;
+  /** @default null */
+  fromHook?: boolean | null;
+  /** @default null */
+  fromExtension?: boolean | null;
+}
+
+export interface BranchSummaryMessage {
+  role: "branchSummary";
+  summary: string;
+  fromId: string;
+  /** @default null */
+  timestamp?: number | null;
+}
+
 export interface BuildContextParams {
   sessionId: string;
   /** @default null */
@@ -78,7 +196,7 @@ export interface BuildContextParams {
 }
 
 export interface BuildContextResult {
-  messages: unknown;
+  messages: AgentMessage[] | LlmMessage[];
   thinkingLevel: string;
   model: ModelRef | null;
   entryIds: string[];
@@ -109,13 +227,13 @@ export interface CloseResult {
 
 export interface CompactHookParams {
   sessionId: string;
-  compactionEntry: unknown;
+  compactionEntry: CompactionEntry;
   fromExtension: boolean;
 }
 
 export interface CompactingHookParams {
   sessionId: string;
-  messages: unknown[];
+  messages: AgentMessage[];
 }
 
 export interface CompactingHookResult {
@@ -129,11 +247,11 @@ export interface CompactingHookResult {
 
 export interface CompactionEndedNotification {
   sessionId: string;
-  reason: string;
+  reason: "manual" | "overflow" | "threshold";
   aborted: boolean;
   willRetry: boolean;
   /** @default null */
-  result?: Record<string, unknown> | null;
+  result?: CompactionResult | null;
   /** @default null */
   errorMessage?: string | null;
   /** @default false */
@@ -144,6 +262,43 @@ export interface CompactionEndedNotification {
   tokensBefore?: number | null;
   /** @default null */
   tokensAfter?: number | null;
+}
+
+export interface CompactionEntry {
+  type: "compaction";
+  id: string;
+  parentId: string | null;
+  timestamp: string;
+  summary: string;
+  firstKeptEntryId: string;
+  tokensBefore: number;
+  /** @default null */
+  details?: unknown;
+  /** @default null */
+  fromHook?: boolean | null;
+  /** @default null */
+  fromExtension?: boolean | null;
+  /** @default null */
+  shortSummary?: string | null;
+  /** @default null */
+  preserveData?: Record<string, unknown> | null;
+}
+
+export interface CompactionEntryInput {
+  type: "compaction";
+  summary: string;
+  firstKeptEntryId: string;
+  tokensBefore: number;
+  /** @default null */
+  details?: unknown;
+  /** @default null */
+  fromHook?: boolean | null;
+  /** @default null */
+  fromExtension?: boolean | null;
+  /** @default null */
+  shortSummary?: string | null;
+  /** @default null */
+  preserveData?: Record<string, unknown> | null;
 }
 
 export interface CompactionPreparationWire {
@@ -159,14 +314,27 @@ export interface CompactionPreparationWire {
   /** @default null */
   previousSummary?: string | null;
   /** @default null */
-  messagesToSummarize?: unknown[] | null;
+  messagesToSummarize?: AgentMessage[] | null;
   /** @default null */
-  turnPrefixMessages?: unknown[] | null;
+  turnPrefixMessages?: AgentMessage[] | null;
+}
+
+/** pi's ``CompactionResult``: what was (or would be) written as the entry. */
+export interface CompactionResult {
+  summary: string;
+  firstKeptEntryId: string;
+  tokensBefore: number;
+  /** @default null */
+  details?: unknown;
+  /** @default null */
+  shortSummary?: string | null;
+  /** @default null */
+  preserveData?: Record<string, unknown> | null;
 }
 
 export interface CompactionStartedNotification {
   sessionId: string;
-  reason: string;
+  reason: "manual" | "overflow" | "threshold";
   willRetry: boolean;
 }
 
@@ -175,6 +343,18 @@ export interface CompactionSummaryInfo {
   reason: string;
   tokensBefore: number;
   tokensAfter: number;
+}
+
+export interface CompactionSummaryMessage {
+  role: "compactionSummary";
+  summary: string;
+  tokensBefore: number;
+  /** @default null */
+  timestamp?: number | null;
+  /** @default null */
+  shortSummary?: string | null;
+  /** @default null */
+  providerPayload?: unknown;
 }
 
 /** Also the params of ``llm/complete``, every field always present. */
@@ -186,12 +366,82 @@ export interface CompletionRequest {
   reasoning?: boolean;
   /** @default "history" */
   purpose?: "branch" | "history" | "short" | "turnPrefix" | "update";
+  /** @default null */
+  reasoningLevel?: ("high" | "low" | "medium" | "minimal" | "xhigh") | null;
 }
 
 export interface ContextUsageParams {
   sessionId: string;
   /** @default null */
   contextWindow?: number | null;
+}
+
+export interface Cost {
+  /** @default 0 */
+  input?: number;
+  /** @default 0 */
+  output?: number;
+  /** @default 0 */
+  cacheRead?: number;
+  /** @default 0 */
+  cacheWrite?: number;
+  /** @default 0 */
+  total?: number;
+}
+
+export interface CustomEntry {
+  type: "custom";
+  id: string;
+  parentId: string | null;
+  timestamp: string;
+  customType: string;
+  /** @default null */
+  data?: unknown;
+}
+
+export interface CustomEntryInput {
+  type: "custom";
+  customType: string;
+  /** @default null */
+  data?: unknown;
+}
+
+export interface CustomMessage {
+  role: "custom";
+  customType: string;
+  content: string | ((TextContent | ImageContent)[]);
+  display: boolean;
+  /** @default null */
+  details?: unknown;
+  /** @default null */
+  attribution?: string | null;
+  /** @default null */
+  timestamp?: number | null;
+}
+
+export interface CustomMessageEntry {
+  type: "custom_message";
+  id: string;
+  parentId: string | null;
+  timestamp: string;
+  customType: string;
+  content: string | ((TextContent | ImageContent)[]);
+  display: boolean;
+  /** @default null */
+  details?: unknown;
+  /** @default null */
+  attribution?: string | null;
+}
+
+export interface CustomMessageEntryInput {
+  type: "custom_message";
+  customType: string;
+  content: string | ((TextContent | ImageContent)[]);
+  display: boolean;
+  /** @default null */
+  details?: unknown;
+  /** @default null */
+  attribution?: string | null;
 }
 
 /** A line in the middle of the file that is not an entry. It stays in the file. */
@@ -201,6 +451,17 @@ export interface DamagedLine {
   length: number;
   reason: string;
   preview: string;
+}
+
+export interface DeveloperMessage {
+  role: "developer";
+  content: string | ((TextContent | ImageContent)[]);
+  /** @default null */
+  timestamp?: number | null;
+  /** @default null */
+  attribution?: string | null;
+  /** @default null */
+  providerPayload?: unknown;
 }
 
 export interface EntriesParams {
@@ -214,9 +475,15 @@ export interface EntriesParams {
 }
 
 export interface EntriesResult {
-  entries: unknown[];
+  entries: Entry[];
   total: number;
 }
+
+/** A stored entry (a line of the session file after the header), tagged by `type`. Reads return it as stored: unknown fields are kept, and an entry of a type not listed here (from a newer pi, or another tool) is passed through as it is. */
+export type Entry = MessageEntry | ThinkingLevelChangeEntry | ModelChangeEntry | CompactionEntry | BranchSummaryEntry | CustomEntry | CustomMessageEntry | LabelEntry | SessionInfoEntry | ServiceTierChangeEntry | TtsrInjectionEntry | McpToolSelectionEntry | SessionInitEntry | ModeChangeEntry;
+
+/** An entry to append (`session/append`): a stored entry without `id`, `parentId` and `timestamp`, which sessiond assigns (an entry that has one is refused). */
+export type EntryInput = MessageEntryInput | ThinkingLevelChangeEntryInput | ModelChangeEntryInput | CompactionEntryInput | BranchSummaryEntryInput | CustomEntryInput | CustomMessageEntryInput | LabelEntryInput | SessionInfoEntryInput | ServiceTierChangeEntryInput | TtsrInjectionEntryInput | McpToolSelectionEntryInput | SessionInitEntryInput | ModeChangeEntryInput;
 
 export interface EntryParams {
   sessionId: string;
@@ -224,7 +491,14 @@ export interface EntryParams {
 }
 
 export interface EntryResult {
-  entry: unknown;
+  entry: Entry;
+}
+
+export interface FileMentionMessage {
+  role: "fileMention";
+  files: MentionedFile[];
+  /** @default null */
+  timestamp?: number | null;
 }
 
 export interface ForkParams {
@@ -243,11 +517,31 @@ export interface GetSettingsParams {
   sessionId?: string | null;
 }
 
+/** The pre-v3 name of ``custom``; the v3 migration renames it. */
+export interface HookMessage {
+  role: "hookMessage";
+  customType: string;
+  content: string | ((TextContent | ImageContent)[]);
+  display: boolean;
+  /** @default null */
+  details?: unknown;
+  /** @default null */
+  attribution?: string | null;
+  /** @default null */
+  timestamp?: number | null;
+}
+
+export interface ImageContent {
+  type: "image";
+  data: string;
+  mimeType: string;
+}
+
 export interface InitializeParams {
   /** @default null */
   clientInfo?: ClientInfo | null;
   /** @default null */
-  protocolVersion?: string | null;
+  protocolVersion?: string;
   capabilities?: ClientCapabilities;
   /** @default null */
   settings?: Record<string, unknown> | null;
@@ -261,6 +555,24 @@ export interface InitializeResult {
   capabilities: ServerCapabilities;
   /** @default [] */
   warnings?: string[];
+}
+
+export interface LabelEntry {
+  type: "label";
+  id: string;
+  parentId: string | null;
+  timestamp: string;
+  targetId: string;
+  /** @default null */
+  label?: string | null;
+}
+
+/** Sets the target's label; an absent or empty label clears it. */
+export interface LabelEntryInput {
+  type: "label";
+  targetId: string;
+  /** @default null */
+  label?: string | null;
 }
 
 export interface LabelParams {
@@ -283,6 +595,101 @@ export interface ListSessionsResult {
 
 export interface LlmCompleteResult {
   text: string;
+}
+
+/** A message as a provider receives it: `context/build` in the `llm` format. */
+export type LlmMessage = UserMessage | DeveloperMessage | AssistantMessage | ToolResultMessage;
+
+export interface LogMessageParams {
+  type: number;
+  message: string;
+}
+
+export interface McpToolSelectionEntry {
+  type: "mcp_tool_selection";
+  id: string;
+  parentId: string | null;
+  timestamp: string;
+  selectedToolNames: string[];
+}
+
+export interface McpToolSelectionEntryInput {
+  type: "mcp_tool_selection";
+  selectedToolNames: string[];
+}
+
+export interface MentionedFile {
+  path: string;
+  /** @default null */
+  content?: string | null;
+  /** @default null */
+  lineCount?: number | null;
+  /** @default null */
+  byteSize?: number | null;
+  /** @default null */
+  skippedReason?: string | null;
+  /** @default null */
+  image?: unknown;
+}
+
+export interface MessageEntry {
+  type: "message";
+  id: string;
+  parentId: string | null;
+  timestamp: string;
+  message: AgentMessage;
+}
+
+export interface MessageEntryInput {
+  type: "message";
+  message: MessageInput;
+}
+
+/** A message to append in a `message` entry: any role but the summaries; `timestamp` may be left out (sessiond stamps it). */
+export type MessageInput = UserMessage | DeveloperMessage | AssistantMessageInput | ToolResultMessage | BashExecutionMessage | PythonExecutionMessage | CustomMessage | HookMessage | FileMentionMessage;
+
+export interface ModeChangeEntry {
+  type: "mode_change";
+  id: string;
+  parentId: string | null;
+  timestamp: string;
+  mode: string;
+  /** @default null */
+  data?: unknown;
+}
+
+export interface ModeChangeEntryInput {
+  type: "mode_change";
+  mode: string;
+  /** @default null */
+  data?: unknown;
+}
+
+export interface ModelChangeEntry {
+  type: "model_change";
+  id: string;
+  parentId: string | null;
+  timestamp: string;
+  /** @default null */
+  provider?: string | null;
+  /** @default null */
+  modelId?: string | null;
+  /** @default null */
+  model?: string | null;
+  /** @default null */
+  role?: string | null;
+}
+
+export interface ModelChangeEntryInput {
+  type: "model_change";
+  /** @default null */
+  provider?: string | null;
+  /** @default null */
+  modelId?: string | null;
+  /** @default null */
+  model?: string | null;
+  /** @default null */
+  role?: string | null;
 }
 
 export interface ModelRef {
@@ -315,7 +722,7 @@ export interface NavigateResult {
   /** @default null */
   editorText?: string | null;
   /** @default null */
-  summaryEntry?: unknown;
+  summaryEntry?: BranchSummaryEntry | null;
 }
 
 export interface NewSessionParams {
@@ -365,7 +772,7 @@ export interface PathParams {
 }
 
 export interface PathResult {
-  entries: unknown[];
+  entries: Entry[];
 }
 
 export interface PrepareCompactionParams {
@@ -374,6 +781,28 @@ export interface PrepareCompactionParams {
   settings?: Record<string, unknown> | null;
   /** @default false */
   includeMessages?: boolean;
+}
+
+/** $/progress: LSP work-done progress of a request that carried a workDoneToken. */
+export interface ProgressParams {
+  token: number | string;
+  value: WorkDoneBegin | WorkDoneReport | WorkDoneEnd;
+}
+
+export interface PythonExecutionMessage {
+  role: "pythonExecution";
+  code: string;
+  output: string;
+  cancelled: boolean;
+  truncated: boolean;
+  /** @default null */
+  exitCode?: number | null;
+  /** @default null */
+  excludeFromContext?: boolean | null;
+  /** @default null */
+  meta?: unknown;
+  /** @default null */
+  timestamp?: number | null;
 }
 
 export interface RecoveryReport {
@@ -401,6 +830,11 @@ export interface RecoveryReport {
   byteOrderMark?: boolean;
 }
 
+export interface RedactedThinkingContent {
+  type: "redactedThinking";
+  data: string;
+}
+
 export interface RunCompactionParams {
   sessionId: string;
   /** @default null */
@@ -416,7 +850,7 @@ export interface RunCompactionParams {
 }
 
 export interface RunCompactionResult {
-  entry: unknown;
+  entry: CompactionEntry;
   tokensBefore: number;
   tokensAfter: number;
   fromExtension: boolean;
@@ -432,6 +866,19 @@ export interface ServerCapabilities {
 export interface ServerInfo {
   name: string;
   version: string;
+}
+
+export interface ServiceTierChangeEntry {
+  type: "service_tier_change";
+  id: string;
+  parentId: string | null;
+  timestamp: string;
+  serviceTier: string | null;
+}
+
+export interface ServiceTierChangeEntryInput {
+  type: "service_tier_change";
+  serviceTier: string | null;
 }
 
 export interface SessionChanged {
@@ -457,6 +904,42 @@ export interface SessionHeader {
   title?: string | null;
   /** @default null */
   titleSource?: string | null;
+}
+
+export interface SessionInfoEntry {
+  type: "session_info";
+  id: string;
+  parentId: string | null;
+  timestamp: string;
+  /** @default null */
+  name?: string | null;
+}
+
+export interface SessionInfoEntryInput {
+  type: "session_info";
+  /** @default null */
+  name?: string | null;
+}
+
+export interface SessionInitEntry {
+  type: "session_init";
+  id: string;
+  parentId: string | null;
+  timestamp: string;
+  systemPrompt: string;
+  task: string;
+  tools: string[];
+  /** @default null */
+  outputSchema?: unknown;
+}
+
+export interface SessionInitEntryInput {
+  type: "session_init";
+  systemPrompt: string;
+  task: string;
+  tools: string[];
+  /** @default null */
+  outputSchema?: unknown;
 }
 
 export interface SessionRecovered {
@@ -512,12 +995,103 @@ export interface SuppliedCompactionWire {
   preserveData?: Record<string, unknown> | null;
 }
 
-/** An unfinished last line (a crash mid-write), cut off and saved aside. */
+export interface TextContent {
+  type: "text";
+  text: string;
+  /** @default null */
+  textSignature?: string | null;
+}
+
+export interface ThinkingContent {
+  type: "thinking";
+  thinking: string;
+  /** @default null */
+  thinkingSignature?: string | null;
+  /** @default null */
+  itemId?: string | null;
+  /** @default null */
+  redacted?: boolean | null;
+}
+
+export interface ThinkingLevelChangeEntry {
+  type: "thinking_level_change";
+  id: string;
+  parentId: string | null;
+  timestamp: string;
+  thinkingLevel: string | null;
+}
+
+export interface ThinkingLevelChangeEntryInput {
+  type: "thinking_level_change";
+  thinkingLevel: string | null;
+}
+
+/** Token usage of one provider call. ``input`` counts non-cached input only. */
+export interface TokenUsage {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  totalTokens: number;
+  /** @default null */
+  cost?: Cost | null;
+  /** @default null */
+  premiumRequests?: number | null;
+  /** @default null */
+  reasoningTokens?: number | null;
+  /** @default null */
+  cttl?: unknown;
+  /** @default null */
+  server?: unknown;
+}
+
+export interface ToolCall {
+  type: "toolCall";
+  id: string;
+  name: string;
+  /** @default {} */
+  arguments?: Record<string, unknown>;
+  /** @default null */
+  thoughtSignature?: string | null;
+  /** @default null */
+  intent?: string | null;
+  /** @default null */
+  customWireName?: string | null;
+}
+
+export interface ToolResultMessage {
+  role: "toolResult";
+  toolCallId: string;
+  toolName: string;
+  content: (TextContent | ImageContent)[];
+  isError: boolean;
+  /** @default null */
+  details?: unknown;
+  /** @default null */
+  timestamp?: number | null;
+  /** @default null */
+  attribution?: string | null;
+  /** @default null */
+  prunedAt?: number | null;
+}
+
+/**
+ * An unfinished last line (a crash mid-write), cut off and saved aside.
+ *
+ * The ``.corrupt`` file keeps the removed bytes, up to ``MAX_LINE_BYTES`` of them: a
+ * longer tail cannot be an entry (sessiond reads no longer line), and copying
+ * gigabytes of it (a sparse file's zeros, say) would stall the open and fill the
+ * disk. ``length - saved_bytes`` bytes are then dropped, and the report says so.
+ */
 export interface TornTail {
   offset: number;
   length: number;
   savedTo: string | null;
   preview: string;
+  /** @default 0 */
+  savedBytes?: number;
+  /** @default false */
+  allNul?: boolean;
 }
 
 export interface TreeHookParams {
@@ -525,7 +1099,7 @@ export interface TreeHookParams {
   newLeafId: string | null;
   oldLeafId: string | null;
   /** @default null */
-  summaryEntry?: unknown;
+  summaryEntry?: BranchSummaryEntry | null;
   /** @default null */
   fromExtension?: boolean | null;
 }
@@ -560,6 +1134,19 @@ export interface TreeResult {
   leafId: string | null;
 }
 
+export interface TtsrInjectionEntry {
+  type: "ttsr_injection";
+  id: string;
+  parentId: string | null;
+  timestamp: string;
+  injectedRules: string[];
+}
+
+export interface TtsrInjectionEntryInput {
+  type: "ttsr_injection";
+  injectedRules: string[];
+}
+
 export interface TurnEndedParams {
   sessionId: string;
   /** @default null */
@@ -576,6 +1163,8 @@ export interface TurnEndedResult {
   prompt?: string | null;
   /** @default null */
   compaction?: CompactionSummaryInfo | null;
+  /** @default null */
+  autoCompaction?: AutoCompactionReport | null;
   /** @default null */
   errorMessage?: string | null;
   /** @default 0 */
@@ -604,8 +1193,49 @@ export interface Usage {
   estimator: string;
 }
 
+export interface UserMessage {
+  role: "user";
+  content: string | ((TextContent | ImageContent)[]);
+  /** @default null */
+  timestamp?: number | null;
+  /** @default null */
+  synthetic?: boolean | null;
+  /** @default null */
+  attribution?: string | null;
+  /** @default null */
+  providerPayload?: unknown;
+}
+
 export interface UserMessagesResult {
   messages: Record<string, string>[];
+}
+
+/** LSP ``WorkDoneProgressBegin``: the first ``$/progress`` value of an operation. */
+export interface WorkDoneBegin {
+  kind: "begin";
+  title: string;
+  /** @default null */
+  cancellable?: boolean | null;
+  /** @default null */
+  message?: string | null;
+  /** @default null */
+  percentage?: number | null;
+}
+
+export interface WorkDoneEnd {
+  kind: "end";
+  /** @default null */
+  message?: string | null;
+}
+
+export interface WorkDoneReport {
+  kind: "report";
+  /** @default null */
+  cancellable?: boolean | null;
+  /** @default null */
+  message?: string | null;
+  /** @default null */
+  percentage?: number | null;
 }
 
 /** Requests, client to daemon: params and result of each method. */
@@ -637,12 +1267,14 @@ export interface Methods {
   "tree/navigate": { params: NavigateParams; result: NavigateResult };
 }
 
-/** Notifications, daemon to client (besides `$/progress` and `window/logMessage`). */
+/** Notifications, daemon to client. */
 export interface Notifications {
+  "$/progress": ProgressParams;
   "compaction/ended": CompactionEndedNotification;
   "compaction/started": CompactionStartedNotification;
   "session/changed": SessionChanged;
   "session/recovered": SessionRecovered;
+  "window/logMessage": LogMessageParams;
 }
 
 /** Requests, daemon to client: the hooks a client answers, and `llm/complete`. */
@@ -693,10 +1325,12 @@ export const METHOD_NAMES: readonly MethodName[] = [
 ];
 
 export const NOTIFICATION_NAMES: readonly NotificationName[] = [
+  "$/progress",
   "compaction/ended",
   "compaction/started",
   "session/changed",
   "session/recovered",
+  "window/logMessage",
 ];
 
 export const SERVER_REQUEST_NAMES: readonly ServerRequestName[] = [

@@ -54,8 +54,8 @@ export function reduceStatus(state: StatusState, event: StatusEvent): StatusStat
         ...state,
         compacting: {
           ...state.compacting,
-          ...(event.value.message !== undefined ? { message: event.value.message } : {}),
-          ...(event.value.percentage !== undefined ? { percentage: event.value.percentage } : {}),
+          ...(event.value.message != null ? { message: event.value.message } : {}),
+          ...(event.value.percentage != null ? { percentage: event.value.percentage } : {}),
         },
       };
     }

@@ -1,4 +1,5 @@
-"""The structured checkpoint (SPEC 6.3) as lists of lines, read from and written to text.
+"""The structured checkpoint (Goal, Constraints & Preferences, Progress, Key Decisions,
+Next Steps, Critical Context) as lists of lines, read from and written to text.
 
 A previous summary, whether a model or these rules wrote it, is read back into
 the same sections so that an update keeps everything it said and adds the new.

@@ -2,7 +2,7 @@
 
 Everything here is a plain reading of the text, in order, with no judgement a
 model would make: the user's requests, the files the read/write/edit tools
-touched (pi's file-operation rule, SPEC 6.9), the commands run, the first error
+touched (pi's file-operation rule, ``core.fileops``), the commands run, the first error
 line of each failing tool result, and what the assistant said last.
 """
 

@@ -1,7 +1,8 @@
 """Reading a summarization prompt back into its pieces.
 
-The extractive summarizer gets exactly the text a model would (SPEC 6.2, 6.4,
-6.5, 8.4): ``<conversation>`` with the serialized messages (SPEC 6.1), then
+The extractive summarizer gets exactly the text a model would (``core.summary_prompts``;
+protocol/behaviour.md#summarizer-requests): ``<conversation>`` with the serialized
+messages (``core.serialize``), then
 optionally ``<previous-summary>`` and ``<additional-context>``, then the
 instructions. Serialized parts start with a role marker and are separated by a
 blank line; a part's own text may contain blank lines too, so a split happens

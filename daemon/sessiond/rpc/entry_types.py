@@ -1,0 +1,256 @@
+"""Entries and messages on the wire: what ``session/append`` takes, what reads return.
+
+Reads send stored entries and messages as their original JSON (``msgspec.Raw``)
+so that fields sessiond does not know reach the client untouched. The shape of
+those bytes is the session file format, whose types are ``core.entries`` and
+``core.messages``; the aliases below (``StoredEntryJson``, ...) tie each raw
+field to the schema of its type, and ``SCHEMA_UNIONS`` names the unions they
+refer to, for ``rpc.schema``.
+
+Appends take entries without the fields sessiond assigns (``id``, ``parentId``,
+``timestamp``): the ``*EntryInput`` types, one per entry type, with the same
+fields as the stored entry otherwise (a test holds them to that). Two rules are
+stricter than reading: a message to append cannot be a ``compactionSummary`` or
+``branchSummary`` (sessiond builds those from their entries), and an assistant
+message needs ``api``, as pi always writes it. A message's ``timestamp`` may be
+left out; sessiond stamps it. ``store.SessionStore.append_entries`` enforces the
+same rules; these types only describe them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, TypeAlias
+
+import msgspec
+
+from sessiond.core.convert import LlmMessage
+from sessiond.core.entries import KnownEntry
+from sessiond.core.messages import (
+    AgentMessage,
+    AssistantMessage,
+    BashExecutionMessage,
+    CustomMessage,
+    DeveloperMessage,
+    FileMentionMessage,
+    HookMessage,
+    PythonExecutionMessage,
+    ToolResultMessage,
+    UserContentBlock,
+    UserMessage,
+)
+
+_STRUCT_OPTIONS: dict[str, Any] = {"rename": "camel", "omit_defaults": True}
+# The fields of a stored entry that sessiond assigns on append (Python names).
+ASSIGNED_FIELDS = ("id", "parent_id", "timestamp")
+
+
+class AssistantMessageInput(AssistantMessage, tag="assistant", kw_only=True):
+    """An assistant message to append: as stored, but api is required (pi always writes it)."""
+
+    api: str
+
+
+MessageInput: TypeAlias = (
+    UserMessage
+    | DeveloperMessage
+    | AssistantMessageInput
+    | ToolResultMessage
+    | BashExecutionMessage
+    | PythonExecutionMessage
+    | CustomMessage
+    | HookMessage
+    | FileMentionMessage
+)
+
+
+class MessageEntryInput(
+    msgspec.Struct, tag_field="type", tag="message", kw_only=True, **_STRUCT_OPTIONS
+):
+    message: MessageInput
+
+
+class ThinkingLevelChangeEntryInput(
+    msgspec.Struct, tag_field="type", tag="thinking_level_change", kw_only=True, **_STRUCT_OPTIONS
+):
+    thinking_level: str | None
+
+
+class ModelChangeEntryInput(
+    msgspec.Struct, tag_field="type", tag="model_change", kw_only=True, **_STRUCT_OPTIONS
+):
+    provider: str | None = None
+    model_id: str | None = None
+    model: str | None = None
+    role: str | None = None
+
+
+class CompactionEntryInput(
+    msgspec.Struct, tag_field="type", tag="compaction", kw_only=True, **_STRUCT_OPTIONS
+):
+    summary: str
+    first_kept_entry_id: str
+    tokens_before: int
+    details: Any = None
+    from_hook: bool | None = None
+    from_extension: bool | None = None
+    short_summary: str | None = None
+    preserve_data: dict[str, Any] | None = None
+
+
+class BranchSummaryEntryInput(
+    msgspec.Struct, tag_field="type", tag="branch_summary", kw_only=True, **_STRUCT_OPTIONS
+):
+    from_id: str
+    summary: str
+    details: Any = None
+    from_hook: bool | None = None
+    from_extension: bool | None = None
+
+
+class CustomEntryInput(
+    msgspec.Struct, tag_field="type", tag="custom", kw_only=True, **_STRUCT_OPTIONS
+):
+    custom_type: str
+    data: Any = None
+
+
+class CustomMessageEntryInput(
+    msgspec.Struct, tag_field="type", tag="custom_message", kw_only=True, **_STRUCT_OPTIONS
+):
+    custom_type: str
+    content: str | list[UserContentBlock]
+    display: bool
+    details: Any = None
+    attribution: str | None = None
+
+
+class LabelEntryInput(
+    msgspec.Struct, tag_field="type", tag="label", kw_only=True, **_STRUCT_OPTIONS
+):
+    """Sets the target's label; an absent or empty label clears it."""
+
+    target_id: str
+    label: str | None = None
+
+
+class SessionInfoEntryInput(
+    msgspec.Struct, tag_field="type", tag="session_info", kw_only=True, **_STRUCT_OPTIONS
+):
+    name: str | None = None
+
+
+class ServiceTierChangeEntryInput(
+    msgspec.Struct, tag_field="type", tag="service_tier_change", kw_only=True, **_STRUCT_OPTIONS
+):
+    service_tier: str | None
+
+
+class TtsrInjectionEntryInput(
+    msgspec.Struct, tag_field="type", tag="ttsr_injection", kw_only=True, **_STRUCT_OPTIONS
+):
+    injected_rules: list[str]
+
+
+class McpToolSelectionEntryInput(
+    msgspec.Struct, tag_field="type", tag="mcp_tool_selection", kw_only=True, **_STRUCT_OPTIONS
+):
+    selected_tool_names: list[str]
+
+
+class SessionInitEntryInput(
+    msgspec.Struct, tag_field="type", tag="session_init", kw_only=True, **_STRUCT_OPTIONS
+):
+    system_prompt: str
+    task: str
+    tools: list[str]
+    output_schema: Any = None
+
+
+class ModeChangeEntryInput(
+    msgspec.Struct, tag_field="type", tag="mode_change", kw_only=True, **_STRUCT_OPTIONS
+):
+    mode: str
+    data: Any = None
+
+
+EntryInput: TypeAlias = (
+    MessageEntryInput
+    | ThinkingLevelChangeEntryInput
+    | ModelChangeEntryInput
+    | CompactionEntryInput
+    | BranchSummaryEntryInput
+    | CustomEntryInput
+    | CustomMessageEntryInput
+    | LabelEntryInput
+    | SessionInfoEntryInput
+    | ServiceTierChangeEntryInput
+    | TtsrInjectionEntryInput
+    | McpToolSelectionEntryInput
+    | SessionInitEntryInput
+    | ModeChangeEntryInput
+)
+
+# Named unions in the schema's $defs (msgspec inlines unions; the raw fields refer to
+# these by name): name -> (type, description, more schema keywords).
+SCHEMA_UNIONS: dict[str, tuple[Any, str, dict[str, Any]]] = {
+    "Entry": (
+        KnownEntry,
+        "A stored entry (a line of the session file after the header), tagged by `type`. "
+        "Reads return it as stored: unknown fields are kept, and an entry of a type not "
+        "listed here (from a newer pi, or another tool) is passed through as it is.",
+        {},
+    ),
+    "AgentMessage": (
+        AgentMessage,
+        "A message as pi's agent holds it, tagged by `role`: what `message` entries store "
+        "and what `context/build` returns in the `agent` format (the summary roles are "
+        "built from compaction and branch_summary entries).",
+        {},
+    ),
+    "LlmMessage": (
+        LlmMessage,
+        "A message as a provider receives it: `context/build` in the `llm` format.",
+        {},
+    ),
+    "EntryInput": (
+        EntryInput,
+        "An entry to append (`session/append`): a stored entry without `id`, `parentId` "
+        "and `timestamp`, which sessiond assigns (an entry that has one is refused).",
+        {"not": {"anyOf": [{"required": [name]} for name in ("id", "parentId", "timestamp")]}},
+    ),
+    "MessageInput": (
+        MessageInput,
+        "A message to append in a `message` entry: any role but the summaries; "
+        "`timestamp` may be left out (sessiond stamps it).",
+        {},
+    ),
+}
+
+
+# Raw JSON fields, each with the schema of what it holds.
+StoredEntryJson = Annotated[msgspec.Raw, msgspec.Meta(extra_json_schema={"$ref": "#/$defs/Entry"})]
+StoredMessageJson = Annotated[
+    msgspec.Raw, msgspec.Meta(extra_json_schema={"$ref": "#/$defs/AgentMessage"})
+]
+CompactionEntryJson = Annotated[
+    msgspec.Raw, msgspec.Meta(extra_json_schema={"$ref": "#/$defs/CompactionEntry"})
+]
+BranchSummaryEntryJson = Annotated[
+    msgspec.Raw, msgspec.Meta(extra_json_schema={"$ref": "#/$defs/BranchSummaryEntry"})
+]
+ContextMessagesJson = Annotated[
+    msgspec.Raw,
+    msgspec.Meta(
+        extra_json_schema={
+            "anyOf": [
+                {"type": "array", "items": {"$ref": "#/$defs/AgentMessage"}},
+                {"type": "array", "items": {"$ref": "#/$defs/LlmMessage"}},
+            ]
+        }
+    ),
+]
+# What session/append takes, kept as a plain object: the store validates it (with a
+# precise error per entry) and writes its unknown fields through.
+EntryInputObject = Annotated[
+    dict[str, Any], msgspec.Meta(extra_json_schema={"$ref": "#/$defs/EntryInput"})
+]
