@@ -132,7 +132,11 @@ def clip(text: str, limit: int, secrets: Iterable[str | None] = ()) -> str:
     secret the cut would halve is still recognised) and again at the cut (so that no
     shorter piece of a secret is left where it was cut)."""
     known = KNOWN.with_(secrets)
-    cleaned = known.redact(text)
+    # Only what can reach the cut is redacted: an 8 MB error body would otherwise hold
+    # the event loop for seconds. A secret that starts before the cut ends before
+    # ``limit`` plus the longest secret.
+    longest = max((len(value) for value in known.values()), default=0)
+    cleaned = known.redact(text[: limit + longest])
     if len(cleaned) <= limit:
         return cleaned
     cut = cleaned[:limit]
