@@ -96,6 +96,9 @@ class StorageSettings(msgspec.Struct, **_OPTIONS):
     fsync: Literal["always", "batch", "never"] = "batch"
     # With "batch", appended lines reach the disk at most this long after the append.
     fsync_interval_ms: NonNegativeInt = 200
+    # Keep what a scan found in the cache directory, so that the next open of the file
+    # reads only what was appended since (see store/index_file.py).
+    persistent_index: bool = True
     session_dir: str | None = None
     # When set, clients may only open, create or list sessions under these
     # directories (symlinks resolved). Unset: any path the user can read.

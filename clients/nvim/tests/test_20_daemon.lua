@@ -342,6 +342,26 @@ R.test(':SessiondTree without a summary, and a cancelled instructions prompt', f
   R.eq(current().entry_count, count, 'nothing written')
 end)
 
+R.test('the tree follows a session pi itself writes (no lock, no extra work)', function()
+  local before = current().entry_count
+  -- pi 0.73.1's own SessionManager, from the parity tests' npm install.
+  local script = H.repo_root .. '/tests/parity/pi_append.mjs'
+  local done = vim.system({ 'node', script, fixture.path, '2' }, { text = true }):wait(60000)
+  R.eq(done.code, 0, done.stderr)
+  local written = {}
+  for line in done.stdout:gmatch('[^\n]+') do
+    written[#written + 1] = vim.json.decode(line).id
+  end
+  R.eq(#written, 2)
+  R.wait(function()
+    return current().entry_count == before + 2
+  end, "the plugin to hear of pi's entries")
+  R.eq(current().leaf_id, written[2])
+  R.eq(current().last_change, 'fileAppended')
+  local items = picker_items()
+  R.ok(tree.find(items, written[1]), "pi's first entry is in the tree picker")
+end)
+
 R.test(':SessiondLabel labels an entry and clears it again', function()
   local ids = fixture.ids
   H.script({ H.pick('Duplicate headings now get'), H.answer('anchors-done') })

@@ -1,6 +1,7 @@
 // The controller: the daemon's lifecycle, the open session, views kept in sync by notifications.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { SessiondClient } from "@sessiond/client";
 import {
@@ -21,7 +22,7 @@ import {
   waitFor,
   type Sandbox,
 } from "@sessiond/client/testing";
-import { ScriptedChatModel, ScriptedUi, daemonCommand, filledSession, turn } from "./helpers";
+import { ScriptedChatModel, ScriptedUi, daemonCommand, filledSession, repoRoot, turn } from "./helpers";
 
 function config(overrides: Partial<ExtensionConfig> = {}): ExtensionConfig {
   return {
@@ -198,6 +199,43 @@ describe("SessionController on an agent's daemon (sessiond.socket)", () => {
     }
   });
 });
+
+describe("SessionController on a session pi itself writes", () => {
+  it("redraws the tree as pi appends, with no extra work", async () => {
+    const box = createSandbox();
+    const controller = new SessionController({ config: config(), cwd: box.dir, env: box.env });
+    try {
+      const agent = await controller.ensureClient();
+      const session = await filledSession(agent, box.dir, 2, 300, true);
+      await controller.openSession(session.path);
+      const before = (await controller.treeModel()).length;
+      const redraw = nextEvent(controller.onDidChangeTree);
+      // pi 0.73.1's own SessionManager, from the parity tests' npm install: no lock taken.
+      const written = piAppends(session.path, 2);
+      await redraw;
+      let rows = await controller.treeModel();
+      for (let tries = 0; rows.length < before + 2 && tries < 100; tries++) {
+        await nextEvent(controller.onDidChangeTree);
+        rows = await controller.treeModel();
+      }
+      assert.equal(rows.length, before + 2);
+      assert.equal(rows.find((r) => r.leaf)?.id, written.at(-1), "the leaf is pi's last entry");
+    } finally {
+      await controller.dispose();
+      box.cleanup();
+    }
+  });
+});
+
+/** Runs tests/parity/pi_append.mjs on `file`; the ids pi wrote, in order. */
+function piAppends(file: string, count: number): string[] {
+  const script = join(repoRoot, "tests", "parity", "pi_append.mjs");
+  const out = execFileSync(process.execPath, [script, file, String(count)], { encoding: "utf8" });
+  return out
+    .trim()
+    .split("\n")
+    .map((line) => (JSON.parse(line) as { id: string }).id);
+}
 
 describe("SessionController with the editor's language model", () => {
   it("summarizes through the chat model when enabled", async () => {

@@ -41,11 +41,13 @@ from sessiond.settings import (
     settings_to_builtins,
 )
 from sessiond.settings_trust import configured_secrets
+from sessiond.store.following import Followed
 
 from .clients import Clients, ClientState
 from .hooks import ClientHooks
 from .types import (
     PROTOCOL_VERSION,
+    ChangeReason,
     ClientInfo,
     InitializeParams,
     InitializeResult,
@@ -117,6 +119,7 @@ class Daemon:
             settings=lambda: self.base_settings,
             publish=self.clients.publish,
             hooks=self._hooks_for,
+            on_followed=self._followed,
         )
         self.router = Router()
 
@@ -259,10 +262,13 @@ class Daemon:
             estimator=estimator.name,
         )
 
+    def _followed(self, actor: SessionActor, followed: Followed) -> None:
+        self.changed(actor, followed.reason, followed.appended_ids)
+
     def changed(
         self,
         actor: SessionActor,
-        reason: Literal["append", "navigate", "compaction", "rewrite"],
+        reason: ChangeReason,
         appended: list[str] | None = None,
     ) -> None:
         actor.publish(

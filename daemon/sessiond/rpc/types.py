@@ -434,9 +434,16 @@ class SettingsResult(msgspec.Struct, kw_only=True, **_W):
 # --------------------------------------------------------------------- notifications
 
 
+# Why a session changed: a client's append, a navigation, a compaction, the daemon's
+# own rewrite (pruning), or another program that appended to or replaced the file.
+ChangeReason = Literal[
+    "append", "navigate", "compaction", "rewrite", "fileAppended", "fileRewritten"
+]
+
+
 class SessionChanged(msgspec.Struct, kw_only=True, **_W):
     session_id: str
-    reason: Literal["append", "navigate", "compaction", "rewrite"]
+    reason: ChangeReason
     leaf_id: str | None
     entry_count: int
     appended_ids: list[str] = msgspec.field(default_factory=list)

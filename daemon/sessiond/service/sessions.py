@@ -13,6 +13,13 @@ share that one open, and an open nobody waits for any more is closed when done.
 
 Notifications go out through a ``Publisher`` to the clients that have the
 session open; the transport is not this module's business.
+
+Other programs (pi itself) may append to or rewrite a file the daemon holds: every
+request that names a session first looks at its file (one ``stat``), and a task looks
+at every open file each ``FOLLOW_INTERVAL_S``, so that clients hear of such changes
+within that time even when nobody asks. Polling a ``stat`` costs microseconds per open
+session, works on every filesystem (network ones included, where inotify does not
+see other machines' writes) and holds no watch descriptor.
 """
 
 from __future__ import annotations
@@ -24,12 +31,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from contextlib import suppress
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Final, Literal, Protocol, TypeVar
 
 from sessiond.core.entries import Entry
 from sessiond.core.tokens import Estimator
-from sessiond.errors import BusyError, CancelledError, ConflictError, NotFoundError
+from sessiond.errors import BusyError, CancelledError, ConflictError, NotFoundError, SessiondError
 from sessiond.settings import LayerCache, Settings, StorageSettings
+from sessiond.store.following import Followed
 from sessiond.store.session import SessionStore
 from sessiond.tokenizer import estimator as estimator_named
 
@@ -37,6 +45,7 @@ from .hooks import Hooks, NoHooks
 from .turns import OverflowGuard
 
 _log = logging.getLogger(__name__)
+FOLLOW_INTERVAL_S: Final = 0.25
 T = TypeVar("T")
 ClientId = int
 LongKind = Literal["compaction", "navigation"]
@@ -46,6 +55,9 @@ class Publisher(Protocol):
     def __call__(self, clients: set[ClientId], method: str, params: Any) -> None: ...
 
 
+FollowListener = Callable[["SessionActor", Followed], None]
+
+
 class SessionActor:
     def __init__(
         self,
@@ -53,8 +65,10 @@ class SessionActor:
         settings: Callable[[], Settings],
         publish: Publisher,
         hooks: Callable[[SessionActor], Hooks] | None = None,
+        on_followed: FollowListener | None = None,
     ) -> None:
         self.store = store
+        self._on_followed = on_followed
         self._base_settings = settings
         self._layers = LayerCache(size=4)
         self._publish = publish
@@ -90,6 +104,28 @@ class SessionActor:
     def publish(self, method: str, params: Any) -> None:
         if self.subscribers:
             self._publish(set(self.subscribers), method, params)
+
+    # -- other programs' writes
+
+    def follow(self) -> None:
+        """Take in what another program wrote to the file, and tell the clients."""
+        try:
+            followed = [*self.store.take_unannounced(), self.store.follow()]
+        except SessiondError as exc:
+            _log.warning("following %s: %s", self.store.path, exc.message)
+            return
+        except OSError as exc:
+            _log.warning("following %s: %s", self.store.path, exc.strerror or exc)
+            return
+        for change in followed:
+            if change is None:
+                continue
+            for entry_id in change.appended_ids:
+                entry = self.store.get_entry(entry_id)
+                if entry is not None:
+                    self.guard.observe(entry)
+            if self._on_followed is not None:
+                self._on_followed(self, change)
 
     # -- mutations
 
@@ -233,10 +269,13 @@ class SessionRegistry:
         settings: Callable[[], Settings],
         publish: Publisher,
         hooks: Callable[[SessionActor], Hooks] | None = None,
+        on_followed: FollowListener | None = None,
     ) -> None:
         self._settings = settings
         self._publish = publish
         self._hooks = hooks
+        self._on_followed = on_followed
+        self._follower: asyncio.Task[None] | None = None
         self._by_id: dict[str, SessionActor] = {}
         self._by_path: dict[str, SessionActor] = {}
         # Files being opened in a worker thread, by real path.
@@ -249,13 +288,32 @@ class SessionRegistry:
         return list(self._by_id.values())
 
     def get(self, session_id: str) -> SessionActor:
+        """The open session, up to date with what other programs wrote to its file."""
         actor = self._by_id.get(session_id)
         if actor is None:
             raise NotFoundError(
                 f"Session {session_id} is not open (open it with session/open)",
                 sessionId=session_id,
             )
+        actor.follow()
         return actor
+
+    def _keep_following(self) -> None:
+        if self._follower is None or self._follower.done():
+            self._follower = asyncio.get_running_loop().create_task(self._follow_all())
+
+    async def _follow_all(self) -> None:
+        """Look at every open file now and then; ends when no session is open."""
+        while self._by_id:
+            await asyncio.sleep(FOLLOW_INTERVAL_S)
+            for actor in list(self._by_id.values()):
+                if self._by_id.get(actor.session_id) is not actor:
+                    continue
+                try:
+                    actor.follow()
+                except Exception:
+                    # One file's surprise must not stop following the others.
+                    _log.exception("following %s failed", actor.store.path)
 
     async def open(
         self, path: Path, client: ClientId, storage: StorageSettings | None = None
@@ -337,10 +395,12 @@ class SessionRegistry:
         if store.session_id in self._by_id:
             store.close()
             raise self._same_id(store.session_id)
-        actor = SessionActor(store, self._settings, self._publish, self._hooks)
+        actor = SessionActor(store, self._settings, self._publish, self._hooks, self._on_followed)
         actor.subscribers.add(client)
         self._by_id[store.session_id] = actor
         self._by_path[os.path.realpath(store.path)] = actor
+        with suppress(RuntimeError):  # no running loop: a caller outside the daemon
+            self._keep_following()
         return actor
 
     def _same_id(self, session_id: str) -> ConflictError:
@@ -386,6 +446,8 @@ class SessionRegistry:
                 _log.exception("fsync of %s failed", actor.store.path)
 
     def close_all(self) -> None:
+        if self._follower is not None:
+            self._follower.cancel()
         for opening in self._opening.values():
             opening.waiters.clear()  # a file still being opened is closed once it is
         for actor in list(self._by_id.values()):

@@ -106,6 +106,10 @@ class AppendFile:
             raise _storage_error("open for appending", path, exc) from None
         self.dirty = False
 
+    @property
+    def fd(self) -> int:
+        return self._fd
+
     def append(self, data: bytes, *, sync: bool) -> None:
         try:
             write_all(self._fd, data)

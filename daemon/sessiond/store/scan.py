@@ -56,6 +56,11 @@ class ScanResult:
     report: RecoveryReport = field(default_factory=RecoveryReport)
     size: int = 0
     ends_with_newline: bool = True
+    # Lines in the file (the header, blank and damaged ones included), for line numbers
+    # in reports about lines found later.
+    line_count: int = 0
+    # Where the persistent index that this result started from ended (None: no index).
+    indexed_size: int | None = None
     # Lines already in hand that the store decodes at once (metadata, repaired UTF-8).
     eager_lines: dict[int, bytes] = field(default_factory=dict)
 
@@ -100,8 +105,66 @@ def scan(path: Path, chunks: Iterable[bytes], size: int) -> ScanResult:
     (a damaged line, or a torn tail if it is the last and has no newline) and skipped.
     """
     scanner = _Scanner(path)
+    tail = _feed_chunks(scanner, chunks, 0)
+    return scanner.finish(tail, size)
+
+
+@dataclass
+class AppendedLines:
+    """What ``scan_appended`` found after a known end of the file."""
+
+    records: list[EntryRecord]
+    report: RecoveryReport
+    eager_lines: dict[int, bytes]
+    line_count: int  # lines of the file up to ``end``
+    end: int  # the offset just after the last complete line
+
+
+def scan_appended(
+    path: Path, known: ScanResult, start: int, chunks: Iterable[bytes]
+) -> AppendedLines:
+    """Index the complete lines that follow ``start`` (the end of a complete line) in a
+    file whose first ``start`` bytes ``known`` describes. An unfinished last line is not
+    read: ``end`` stops before it, for the caller to decide whether it is still being
+    written."""
+    scanner = _continuing(path, known)
+    tail = _feed_chunks(scanner, chunks, start)
+    end = tail.offset if tail is not None else scanner.fed_to
+    return AppendedLines(
+        records=scanner.records,
+        report=scanner.report,
+        eager_lines=scanner.eager_lines,
+        line_count=scanner.line_no,
+        end=end,
+    )
+
+
+def scan_rest(path: Path, known: ScanResult, chunks: Iterable[bytes], size: int) -> ScanResult:
+    """Finish the scan of a file of ``size`` bytes whose first ``known.size`` bytes (up to
+    the end of a line) ``known`` describes: the same result as a scan of the whole file,
+    reading only the rest (``chunks``, from ``known.size``)."""
+    scanner = _continuing(path, known)
+    scanner.records = known.records
+    scanner.report = known.report
+    tail = _feed_chunks(scanner, chunks, known.size)
+    return scanner.finish(tail, size)
+
+
+def _continuing(path: Path, known: ScanResult) -> _Scanner:
+    """A scanner that goes on after the lines ``known`` describes."""
+    scanner = _Scanner(path)
+    scanner.result = ScanResult(
+        header=known.header, header_data=known.header_data, version=known.version
+    )
+    scanner.line_no = known.line_count
+    return scanner
+
+
+def _feed_chunks(scanner: _Scanner, chunks: Iterable[bytes], base: int) -> PartialLine | None:
+    """Feed every complete line of ``chunks`` (the first at file offset ``base``) to the
+    scanner; the unfinished last line, if any, is returned."""
+    scanner.fed_to = base
     partial: PartialLine | None = None  # the line that runs on into the next chunk
-    base = 0  # file offset of chunk[0]
     for chunk in _at_most_chunk_size(chunks):
         start = 0
         if partial is not None:
@@ -123,7 +186,8 @@ def scan(path: Path, chunks: Iterable[bytes], size: int) -> ScanResult:
             partial = PartialLine(base + rest)
             partial.extend(memoryview(chunk)[rest:])
         base += len(chunk)
-    return scanner.finish(partial, size)
+        scanner.fed_to = base if partial is None else partial.offset
+    return partial
 
 
 def _at_most_chunk_size(chunks: Iterable[bytes]) -> Iterator[bytes]:
@@ -145,6 +209,8 @@ class _Scanner:
         self.report = RecoveryReport()
         self.records: list[EntryRecord] = []
         self.eager_lines: dict[int, bytes] = {}
+        # The offset up to which complete lines have been fed.
+        self.fed_to = 0
 
     def feed(self, data: bytes | bytearray, pos: int, end: int, base: int) -> None:
         """Handle the complete lines ``data[pos:end]``; ``data[0]`` is at file offset ``base``."""
@@ -269,6 +335,7 @@ class _Scanner:
         result.size = size
         result.ends_with_newline = tail is None
         result.eager_lines = self.eager_lines
+        result.line_count = self.line_no
         return result
 
     def _slow_line(self, line: memoryview, offset: int) -> None:

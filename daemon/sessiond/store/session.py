@@ -1,23 +1,22 @@
 """A session file opened for reading and writing: pi's SessionManager, made durable.
 
-``SessionStore.open`` indexes an existing file (repairing a torn tail and
-migrating old versions), in time linear in its size and memory bounded by the
-longest line read (``lines.MAX_LINE_BYTES``): the ``.corrupt`` file of a repair
-keeps at most that many bytes of the tail (the report says how many it kept and
-whether the tail was all NUL bytes), and a migration goes line by line.
-``SessionStore.create`` starts a new session that is written to disk only
-when the first assistant message arrives, as pi does.
-Every mutation goes through ``append_entries``: one ``write()`` of whole
+``SessionStore.open`` reads an existing file (``opening``: the persistent index
+when one matches the file, else a scan; a torn tail cut off, an old version
+migrated), in time linear in what it has to read and memory bounded by the
+longest line read (``lines.MAX_LINE_BYTES``). ``SessionStore.create`` starts a new
+session that is written to disk only when the first assistant message arrives, as
+pi does. Every mutation goes through ``append_entries``: one ``write()`` of whole
 lines under the current leaf, then the index and the leaf view are updated.
+Other programs' writes to the file are taken in by ``following``; forks and
+rewrites are ``rewriting``'s.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-import stat
-import tempfile
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -55,23 +54,19 @@ from sessiond.errors import (
 from sessiond.paths import check_session_id, default_session_dir, iso_now, session_file_name
 from sessiond.settings import StorageSettings
 
-from .fileio import AppendFile, atomic_write, path_error, save_aside, write_all
+from . import following, rewriting
+from .fileio import AppendFile, atomic_write, path_error
+from .follow import FileFollower
+from .following import Followed, ledger_of
 from .ids import new_entry_id, new_session_id
 from .leaf_view import LeafView
-from .lines import MAX_LINE_BYTES, read_chunks, read_lines
+from .lines import MAX_LINE_BYTES
 from .lock import SessionLock
-from .migrate import Migration
+from .opening import read_session
 from .records import EntryRecord, new_record
 from .recovery import DamagedLine, RecoveryReport
 from .safe_files import FILE_MODE, check_regular_or_absent, make_private_directories, open_regular
-from .scan import (
-    EAGER_TYPES,
-    ScanResult,
-    decode_metadata,
-    open_session_file,
-    read_session_bytes,
-    scan,
-)
+from .scan import EAGER_TYPES, ScanResult, decode_metadata
 
 FsyncPolicy = Literal["always", "batch", "never"]
 Clock = Callable[[], datetime]
@@ -140,6 +135,24 @@ class SessionStore:
         self._read_fd: int | None = source_fd
         self._append: AppendFile | None = None
         self._closed = False
+        self._follower = FileFollower(path)
+        # The file as a scan would describe it (the lines read and written since
+        # included): what the persistent index keeps at close. None when it cannot be
+        # kept (not written yet, read through a migrated copy, rewritten since).
+        self._ledger: ScanResult | None = None
+        self._ledger_saved_size = -1
+        self._unread_lines = 0  # lines other programs added that the ledger does not have
+        self._unannounced: list[Followed] = []
+        self._take_scan(scan_result)
+        # Lines of a session not yet on disk, in append order.
+        self._unwritten: dict[str, bytes] = {}
+        self._unwritten_order: list[EntryRecord] = []
+        if scan_result is not None and source_fd is None:
+            self._follow_from(scan_result)
+
+    def _take_scan(self, scan_result: ScanResult | None) -> None:
+        """Build the in-memory index from a scan (or an empty one), leaf at the last entry."""
+        self._ledger = None
         self.recovery = scan_result.report if scan_result is not None else RecoveryReport()
         self._size = scan_result.size if scan_result is not None else 0
         self._needs_newline = scan_result is not None and not scan_result.ends_with_newline
@@ -151,16 +164,27 @@ class SessionStore:
         self._label_times: dict[str, str] = {}
         self._duplicates = False
         self._name: str | None = None
-        # Lines of a session not yet on disk, in append order.
-        self._unwritten: dict[str, bytes] = {}
-        self._unwritten_order: list[EntryRecord] = []
         self._has_assistant = False
         self._message_cache: OrderedDict[int, Entry] = OrderedDict()
         self._view = LeafView(self.entry_of)
         if scan_result is not None:
+            if scan_result.report.torn_tail is None or scan_result.report.torn_tail.saved_to:
+                self._ledger = ledger_of(scan_result)
             self._index_scanned(scan_result)
         leaf = self._records[-1] if self._records else None
         self._view.reset(self._path_records(leaf) if leaf is not None else [])
+
+    def _follow_from(self, scan_result: ScanResult) -> None:
+        torn = scan_result.report.torn_tail
+        if torn is not None and torn.saved_to is None:
+            # Not cut off (read-only, or another program may still be writing it).
+            self._size = torn.offset
+            self._needs_newline = False
+        if scan_result.indexed_size is not None:
+            self._ledger_saved_size = scan_result.indexed_size
+        # Following is best effort: reads report their own errors.
+        with contextlib.suppress(OSError, StorageError):
+            self._follower.saw(self._reader(), self._size)
 
     # ------------------------------------------------------------------ opening
 
@@ -199,17 +223,12 @@ class SessionStore:
             lock.acquire()
         source_fd: int | None = None
         try:
-            size, chunks = read_session_bytes(file_path)
-            result = scan(file_path, chunks, size)
-            if result.report.torn_tail is not None and not readonly:
-                cls._repair_torn_tail(file_path, result)
-            if result.version < CURRENT_SESSION_VERSION:
-                result, source_fd = cls._migrate(file_path, result, readonly)
-            header_line = msgspec.json.encode(result.header_data)
+            read = read_session(file_path, readonly=readonly, use_index=storage.persistent_index)
+            result, source_fd = read.result, read.source_fd
             store = cls(
                 path=file_path,
                 header=result.header,
-                header_line=header_line,
+                header_line=msgspec.json.encode(result.header_data),
                 scan_result=result,
                 storage=storage,
                 persisted=True,
@@ -225,83 +244,6 @@ class SessionStore:
                 lock.release()
             raise
         return store
-
-    @staticmethod
-    def _migrate(path: Path, result: ScanResult, readonly: bool) -> tuple[ScanResult, int | None]:
-        """Migrate an old version line by line (memory does not grow with the file).
-
-        Writable: an atomic rewrite of the file. Read-only: the file is left alone and
-        the migrated copy goes to an anonymous temporary file, returned to be read in
-        its place. A torn tail is no part of it: cut off before, or (read-only) only
-        reported.
-        """
-        torn = result.report.torn_tail
-        end = torn.offset if torn is not None else result.size
-        source = open_session_file(path)
-        copy: int | None = None
-        try:
-            migration = Migration(lambda used: new_entry_id(used.__contains__))
-            from_version = migration.plan(data for _, data, _ in read_lines(source, end))
-            migrated = _migrated_chunks(source, end, migration)
-            if readonly:
-                with tempfile.TemporaryFile() as handle:
-                    copy = os.dup(handle.fileno())
-                size = 0
-                for chunk in migrated:
-                    write_all(copy, chunk)
-                    size += len(chunk)
-                chunks: Iterable[bytes] = (chunk for _, chunk in read_chunks(copy, 0, size))
-            else:
-                atomic_write(path, migrated, mode=os.fstat(source).st_mode)
-                size, chunks = read_session_bytes(path)
-            rescanned = scan(path, chunks, size)
-        except BaseException as exc:
-            if copy is not None:
-                os.close(copy)
-            if isinstance(exc, OSError):
-                raise StorageError(
-                    f"cannot migrate {path}: {exc.strerror or exc}", path=str(path)
-                ) from None
-            raise
-        finally:
-            os.close(source)
-        report = rescanned.report
-        report.migrated_from_version = from_version
-        report.torn_tail = torn
-        report.byte_order_mark = report.byte_order_mark or result.report.byte_order_mark
-        return rescanned, copy
-
-    @staticmethod
-    def _repair_torn_tail(path: Path, result: ScanResult) -> None:
-        """Cut the torn last line off, after saving it aside: all of it, or the first
-        ``MAX_LINE_BYTES`` of a longer one (copied in chunks; NUL runs become holes)."""
-        report = result.report.torn_tail
-        assert report is not None
-        saved_bytes = 0
-
-        def kept(fd: int) -> Iterator[bytes]:
-            nonlocal saved_bytes
-            end = report.offset + min(report.length, MAX_LINE_BYTES)
-            for _, chunk in read_chunks(fd, report.offset, end):
-                saved_bytes += len(chunk)
-                yield chunk
-
-        try:
-            fd = open_regular(path, os.O_RDWR)
-            try:
-                saved = save_aside(path, kept(fd))
-                os.ftruncate(fd, report.offset)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            raise StorageError(
-                f"cannot cut the torn last line off {path}: {exc.strerror}", path=str(path)
-            ) from None
-        report.saved_to = str(saved)
-        report.saved_bytes = saved_bytes
-        result.size = report.offset
-        result.ends_with_newline = True
 
     @classmethod
     def create(
@@ -613,6 +555,8 @@ class SessionStore:
         against appending under a leaf the caller did not know had moved.
         """
         self._check_writable()
+        if self._persisted:
+            following.before_append(self)
         if not isinstance(expected_leaf_id, _Unset) and expected_leaf_id != self.leaf_id:
             raise ConflictError(
                 f"the session's leaf is {self.leaf_id or 'none (no entries yet)'}, "
@@ -790,7 +734,8 @@ class SessionStore:
             return
         force = any(record.type in _ALWAYS_SYNCED for record, _, _ in prepared)
         chunks: list[bytes] = [b"\n"] if self._needs_newline else []
-        offset = self._size + len(chunks)
+        start = self._size
+        offset = start + len(chunks)
         offsets: list[int] = []
         for _, _, line in prepared:
             offsets.append(offset)
@@ -805,6 +750,18 @@ class SessionStore:
             record.offset = record_offset
         self._size += len(data)
         self._needs_newline = False
+        status = os.fstat(self._append.fd)
+        raced = status.st_size != self._size
+        if raced:
+            # Another program appended between our look at the file and our write: the
+            # lines are whole (both sides append whole lines), but ours are elsewhere.
+            following.place_among_others(self, prepared, data, start)
+        if self._ledger is not None:
+            self._ledger.records.extend(record for record, _, _ in prepared)
+            self._ledger.line_count += len(prepared)
+        self._follower.saw(self._reader(), self._size, None if raced else status)
+        if raced:
+            self._follower.look_again()
 
     def write_now(self) -> None:
         """Write the session file now, even before the first assistant message (pi's
@@ -826,13 +783,32 @@ class SessionStore:
         atomic_write(self.path, chunks, mode=FILE_MODE)
         for record, record_offset in zip(self._unwritten_order, offsets, strict=True):
             record.offset = record_offset
+        # The batch being written is indexed after this returns.
+        written = [r for r in self._unwritten_order if r.id not in self._by_id]
         self._unwritten.clear()
         self._unwritten_order.clear()
         self._size = offset
         self._persisted = True
         self._append = AppendFile(self.path)
+        self._ledger = ScanResult(
+            header=self.header,
+            header_data=msgspec.json.decode(self._header_line),
+            version=CURRENT_SESSION_VERSION,
+            records=list(self._records) + written,
+            size=offset,
+            line_count=1 + len(self._records) + len(written),
+        )
+        self._follower.saw(self._reader(), self._size)
 
-    # ------------------------------------------------------------------ forks and rewrites
+    # ------------------------------------------------------------ others' writes, forks, rewrites
+
+    def follow(self) -> Followed | None:
+        """Take in what another program did to the file since the store last looked (see
+        ``following.follow``). None when nothing changed; one ``stat`` in that case."""
+        return following.follow(self)
+
+    def take_unannounced(self) -> list[Followed]:
+        return following.take_unannounced(self)
 
     def fork(
         self,
@@ -841,152 +817,13 @@ class SessionStore:
         path: str | os.PathLike[str] | None = None,
         session_dir: str | os.PathLike[str] | None = None,
     ) -> SessionStore:
-        """pi's ``createBranchedSession``: the root-to-``leaf_id`` path as a new session.
-
-        Label entries are left out of the copied path and re-created, chained
-        at the end, for every label whose target is on the path. Unlike pi,
-        an entry whose parent was a dropped label is re-parented to the
-        nearest kept ancestor, so the copied path stays one connected chain.
-        The new file is written at once when the path has an assistant message.
-        """
-        records = self._path_records(self.record(leaf_id))
-        kept = [record for record in records if record.type != "label"]
-        on_path = {record.id for record in kept}
-        labels = [(target, label) for target, label in self._labels.items() if target in on_path]
-        new = SessionStore.create(
-            self.header.cwd,
-            session_dir=session_dir if session_dir is not None else self.path.parent,
-            path=path,
-            parent_session=str(self.path),
-            storage=self.storage,
-            clock=self._clock,
-        )
-        try:
-            previous: str | None = None
-            copied: list[tuple[EntryRecord, Entry, bytes]] = []
-            for record in kept:
-                line = self.raw_line(record)
-                if record.parent_id != previous:
-                    data = msgspec.json.decode(line)
-                    data["parentId"] = previous
-                    line = msgspec.json.encode(data)
-                entry = decode_entry(line)
-                copy = new_record(
-                    record.id, previous, record.type, record.role, record.timestamp, len(line)
-                )
-                copied.append((copy, entry, line))
-                previous = record.id
-            new._adopt(copied)
-            for target, label in labels:
-                new.append_label(target, label)
-        except BaseException:
-            new.close()
-            raise
-        return new
-
-    def _adopt(self, copied: list[tuple[EntryRecord, Entry, bytes]]) -> None:
-        """Take entries that already have ids (a fork's copied path)."""
-        if not copied:
-            return
-        self._write(copied)
-        for record, entry, _ in copied:
-            self._index(record, entry)
-            self._view.push(record, entry)
+        """pi's ``createBranchedSession`` (see ``rewriting.fork``)."""
+        return rewriting.fork(self, leaf_id, path=path, session_dir=session_dir)
 
     def rewrite_entries(self, replacements: Mapping[str, Mapping[str, Any]]) -> None:
-        """Replace whole entries (by id) through an atomic rewrite of the file.
-
-        Every other line, damaged ones included, is copied byte for byte. Used
-        by pruning, which edits tool results in place as pi does.
-        """
-        self._check_writable()
-        encoded: dict[str, bytes] = {}
-        for entry_id, data in replacements.items():
-            record = self.record(entry_id)
-            if data.get("id") != entry_id or data.get("type") != record.type:
-                raise InvalidEntryError(f"a replacement for {entry_id} must keep its id and type")
-            encoded[entry_id] = msgspec.json.encode(data)
-        if not self._persisted:
-            for entry_id, line in encoded.items():
-                self._unwritten[entry_id] = line
-                self._by_id[entry_id].length = len(line)
-            self._forget(encoded)
-            return
-        self.sync()
-        by_offset = {record.offset: record for record in self._records}
-        replaced_at = {self._by_id[entry_id].offset: line for entry_id, line in encoded.items()}
-        new_offsets: dict[int, int] = {}
-        new_size = 0
-
-        def lines_out() -> Iterator[bytes]:
-            nonlocal new_size
-            pending: list[bytes] = []
-            pending_size = 0
-            for offset, line in self._file_lines():
-                if not isinstance(line, bytes):
-                    # Longer than any entry (damage): copied through, never held whole.
-                    if pending:
-                        yield b"".join(pending)
-                        pending, pending_size = [], 0
-                    for chunk in line:
-                        new_size += len(chunk)
-                        yield chunk
-                    new_size += 1
-                    yield b"\n"
-                    continue
-                replacement = replaced_at.get(offset)
-                out = replacement if replacement is not None else line
-                if offset in by_offset:
-                    new_offsets[offset] = new_size
-                pending += [out, b"\n"]
-                pending_size += len(out) + 1
-                new_size += len(out) + 1
-                if pending_size >= 1 << 20:
-                    yield b"".join(pending)
-                    pending, pending_size = [], 0
-            if pending:
-                yield b"".join(pending)
-
-        if self._append is not None:
-            self._append.close()
-            self._append = None
-        atomic_write(self.path, lines_out(), mode=_file_mode(self.path))
-        for old_offset, record in by_offset.items():
-            record.offset = new_offsets.get(old_offset, record.offset)
-        for entry_id, line in encoded.items():
-            record = self._by_id[entry_id]
-            record.length = len(line)
-            record.utf8_state = 1
-        self._size = new_size
-        self._needs_newline = False
-        if self._read_fd is not None:
-            os.close(self._read_fd)
-            self._read_fd = None
-        self._append = AppendFile(self.path)
-        self._forget(encoded)
-
-    def _forget(self, entry_ids: Iterable[str]) -> None:
-        for entry_id in entry_ids:
-            record = self._by_id[entry_id]
-            record.entry = None
-            record.tokens_chars = record.tokens_tiktoken = None
-            self._message_cache.pop(id(record), None)
-        self._view.reset(list(self._view.path))
-
-    def _file_lines(self) -> Iterator[tuple[int, bytes | Iterator[bytes]]]:
-        """Every line of the file with its offset (the header's is 0), newline stripped.
-
-        A line longer than ``MAX_LINE_BYTES`` comes as an iterator of its chunks, to be
-        consumed before the next line; time is linear whatever the lines' lengths."""
-        fd = open_regular(self.path, os.O_RDONLY)
-        try:
-            for offset, line, length in read_lines(fd, os.fstat(fd).st_size):
-                if line is not None:
-                    yield offset, line
-                else:
-                    yield offset, (chunk for _, chunk in read_chunks(fd, offset, offset + length))
-        finally:
-            os.close(fd)
+        """Replace whole entries (by id) through an atomic rewrite of the file (see
+        ``rewriting.rewrite_entries``)."""
+        rewriting.rewrite_entries(self, replacements)
 
     # ------------------------------------------------------------------ the index
 
@@ -1009,15 +846,7 @@ class SessionStore:
             elif kind == "session":
                 if kept is None:
                     kept = records[:index]
-                self.recovery.damaged_lines.append(
-                    DamagedLine(
-                        line=self._line_number_at(record.offset),
-                        offset=record.offset,
-                        length=record.length,
-                        reason="a second session header",
-                        preview="",
-                    )
-                )
+                self.recovery.damaged_lines.append(self._second_header(record))
                 continue
             if kept is not None:
                 record.seq = len(kept)
@@ -1026,6 +855,15 @@ class SessionStore:
             records = kept
             self._by_id = {record.id: record for record in records}
         self._records = records
+
+    def _second_header(self, record: EntryRecord) -> DamagedLine:
+        return DamagedLine(
+            line=self._line_number_at(record.offset),
+            offset=record.offset,
+            length=record.length,
+            reason="a second session header",
+            preview="",
+        )
 
     def _line_number_at(self, offset: int) -> int:
         """The 1-based number of the line at ``offset`` (counted only for damage reports)."""
@@ -1107,6 +945,7 @@ class SessionStore:
             if self._append is not None:
                 self._append.close()
                 self._append = None
+            following.save_index(self)
         finally:
             if self._read_fd is not None:
                 os.close(self._read_fd)
@@ -1130,37 +969,3 @@ class SessionStore:
 def _sort_time(timestamp: str) -> int:
     ms = iso_to_ms(timestamp) if timestamp else None
     return ms if ms is not None else 0
-
-
-def _file_mode(path: Path) -> int:
-    """The mode a rewrite keeps: the file's own (the user may have chosen it), never wider;
-    0600 when the path holds no regular file (the rewrite then refuses to read it)."""
-    try:
-        status = os.stat(path, follow_symlinks=False)
-    except OSError:
-        return FILE_MODE
-    return status.st_mode & 0o777 if stat.S_ISREG(status.st_mode) else FILE_MODE
-
-
-def _migrated_chunks(source: int, end: int, migration: Migration) -> Iterator[bytes]:
-    """The migrated file, in chunks of about a megabyte; a line too long to read is
-    copied through as it is."""
-    pending: list[bytes] = []
-    pending_size = 0
-    for offset, line, length in read_lines(source, end):
-        if line is None:
-            if pending:
-                yield b"".join(pending)
-                pending, pending_size = [], 0
-            for _, chunk in read_chunks(source, offset, offset + length):
-                yield chunk
-            yield b"\n"
-            continue
-        migrated = migration.rewrite(line)
-        pending += (migrated, b"\n")
-        pending_size += len(migrated) + 1
-        if pending_size >= 1 << 20:
-            yield b"".join(pending)
-            pending, pending_size = [], 0
-    if pending:
-        yield b"".join(pending)

@@ -883,7 +883,7 @@ export interface ServiceTierChangeEntryInput {
 
 export interface SessionChanged {
   sessionId: string;
-  reason: "append" | "compaction" | "navigate" | "rewrite";
+  reason: "append" | "compaction" | "fileAppended" | "fileRewritten" | "navigate" | "rewrite";
   leafId: string | null;
   entryCount: number;
   /** @default [] */

@@ -1,0 +1,306 @@
+"""The persistent index: what a scan of a session file found, kept for the next open.
+
+Scanning a 100k-entry file costs a third of a second; reading what the last scan
+found costs a tenth of that. The index holds the scan's result (one row per line:
+offset, length, type, id, parentId, timestamp, role, the cached token figures) and
+the stat and content fingerprints of the file it describes. An open that finds a
+trustworthy index scans only the bytes after the indexed size.
+
+**Where.** In the user's cache directory (``$XDG_CACHE_HOME/sessiond/index`` on
+Linux), one file per session path, never beside the session: session directories
+are often inside repositories and synced folders (an index there would be committed
+and synced, and whoever controls the folder could plant one), may be read-only, and
+deleting the cache directory must only ever cost speed.
+
+**Trust.** An index never changes a result. It is used only when its format and the
+sessiond version match, it names the same path, device and inode, and the file still
+holds what it described: the same header, the same bytes in sampled windows spread
+over the file and in its last 64 KiB, and a newline where the index ended. If the
+file is the same size, its modification and change times must match as well, and the
+index must not be *racy* (written within a timestamp tick of the file's last change:
+an edit in that tick would keep the same times, so such an index is not trusted for
+an unchanged size). Anything else (a damaged, foreign, truncated or stale index) is
+ignored and the file scanned, and a new index replaces it.
+
+What stays possible: a same-length edit of bytes outside the sampled windows, made
+*together with* an append. Catching that would mean hashing the whole file at every
+open, which costs as much as the scan the index saves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import stat
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import msgspec
+
+from sessiond._version import __version__
+from sessiond.core.entries import SessionHeader
+from sessiond.errors import SessiondError
+
+from .fileio import atomic_write
+from .records import EntryRecord, MessageRole
+from .recovery import RecoveryReport
+from .safe_files import make_private_directories, open_regular
+from .scan import ScanResult
+
+FORMAT: Final = 1
+_MAGIC: Final = b"sessiond-index\n"
+_WINDOW: Final = 4096
+_WINDOWS: Final = 16
+_TAIL: Final = 64 * 1024
+# A timestamp tick: how close the file's last change and the index's writing may be
+# before an unchanged stat proves nothing. Linux stamps files from a clock that moves in
+# jiffies (10 ms at most); filesystems with whole-second times get two seconds.
+_FINE_TICK_NS: Final = 25_000_000
+_COARSE_TICK_NS: Final = 2_000_000_000
+# Index files kept in the cache; the least recently written go first.
+MAX_INDEX_FILES: Final = 256
+# An index is at most this big (about 800 bytes a line would be absurd): a bigger
+# file in the cache directory is not read.
+_MAX_INDEX_BYTES: Final = 1 << 30
+
+
+class PackedRecord(EntryRecord, array_like=True, gc=False):
+    """An index row: the record's fields as an array, decoded in C."""
+
+
+class Window(msgspec.Struct, array_like=True):
+    offset: int
+    length: int
+    digest: bytes
+
+
+class IndexMeta(msgspec.Struct, kw_only=True):
+    format: int
+    sessiond: str
+    path: str
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    written_ns: int
+    line_count: int
+    version: int
+    header: bytes  # the header line's JSON
+    windows: list[Window]
+    report: RecoveryReport
+
+
+@dataclass
+class FileIdentity:
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+
+    @classmethod
+    def of(cls, status: os.stat_result) -> FileIdentity:
+        return cls(
+            status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns
+        )
+
+
+_meta_decoder: Final = msgspec.msgpack.Decoder(IndexMeta)
+_rows_decoder: Final = msgspec.msgpack.Decoder(list[PackedRecord])
+_header_decoder: Final = msgspec.json.Decoder(dict[str, object])
+
+
+def index_directory() -> Path:
+    from sessiond.paths import cache_dir
+
+    return cache_dir() / "index"
+
+
+def index_path_for(session_path: Path, directory: Path | None = None) -> Path:
+    key = hashlib.blake2b(os.fsencode(session_path), digest_size=16).hexdigest()
+    return (directory or index_directory()) / f"{key}.idx"
+
+
+def load(
+    session_path: Path, fd: int, directory: Path | None = None
+) -> tuple[ScanResult, IndexMeta] | None:
+    """The scan result the index holds for the file open on ``fd``, if the index is
+    trustworthy (see the module's docstring); None otherwise. Never raises for a bad
+    index: it is only a cache."""
+    try:
+        return _load(session_path, fd, index_path_for(session_path, directory))
+    except (OSError, ValueError, SessiondError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def _load(session_path: Path, fd: int, index_path: Path) -> tuple[ScanResult, IndexMeta] | None:
+    try:
+        index_fd = open_regular(index_path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        if os.fstat(index_fd).st_size > _MAX_INDEX_BYTES:
+            return None
+        with os.fdopen(os.dup(index_fd), "rb") as handle:
+            data = handle.read()
+    finally:
+        os.close(index_fd)
+    if not data.startswith(_MAGIC):
+        return None
+    view = memoryview(data)[len(_MAGIC) :]
+    meta_length = int.from_bytes(view[:8], "little")
+    meta = _meta_decoder.decode(view[8 : 8 + meta_length])
+    status = os.fstat(fd)
+    if not _describes(meta, session_path, status, fd):
+        return None
+    records = _rows_decoder.decode(view[8 + meta_length :])
+    for seq, record in enumerate(records):
+        record.seq = seq
+    header_data = _header_decoder.decode(meta.header)
+    header = msgspec.convert(
+        {"timestamp": "", **header_data, "version": meta.version}, SessionHeader, strict=False
+    )
+    result = ScanResult(
+        header=header,
+        header_data=header_data,
+        version=meta.version,
+        records=list(records),
+        report=meta.report,
+        size=meta.size,
+        ends_with_newline=True,
+        line_count=meta.line_count,
+    )
+    return result, meta
+
+
+def _describes(meta: IndexMeta, session_path: Path, status: os.stat_result, fd: int) -> bool:
+    if meta.format != FORMAT or meta.sessiond != __version__ or meta.path != str(session_path):
+        return False
+    if (status.st_dev, status.st_ino) != (meta.device, meta.inode):
+        return False
+    if status.st_size < meta.size or meta.size == 0:
+        return False
+    if status.st_size == meta.size:
+        same_times = (status.st_mtime_ns, status.st_ctime_ns) == (meta.mtime_ns, meta.ctime_ns)
+        if not same_times or _racy(meta):
+            return False
+    if os.pread(fd, 1, meta.size - 1) != b"\n":
+        return False
+    return all(_digest(fd, w.offset, w.length) == w.digest for w in meta.windows)
+
+
+def _racy(meta: IndexMeta) -> bool:
+    coarse = meta.ctime_ns % 1_000_000_000 == 0 and meta.mtime_ns % 1_000_000_000 == 0
+    tick = _COARSE_TICK_NS if coarse else _FINE_TICK_NS
+    return meta.written_ns - max(meta.ctime_ns, meta.mtime_ns) < tick
+
+
+def _digest(fd: int, offset: int, length: int) -> bytes:
+    return hashlib.blake2b(os.pread(fd, length, offset), digest_size=16).digest()
+
+
+def _windows(size: int) -> list[tuple[int, int]]:
+    """The fingerprinted ranges of a file of ``size`` bytes: its start (the header),
+    windows spread evenly over it, and its last 64 KiB."""
+    ranges = [(0, min(size, _WINDOW))]
+    if size > _TAIL + _WINDOW:
+        step = (size - _TAIL) // (_WINDOWS + 1)
+        ranges += [(step * (n + 1), _WINDOW) for n in range(_WINDOWS)]
+    tail_start = max(0, size - _TAIL)
+    ranges.append((tail_start, size - tail_start))
+    return ranges
+
+
+def save(
+    session_path: Path,
+    fd: int,
+    result: ScanResult,
+    header_line: bytes,
+    directory: Path | None = None,
+) -> bool:
+    """Write the index of ``result`` (a scan of the whole file open on ``fd``, ending
+    with a newline) atomically. Returns whether it was written: a cache directory that
+    cannot be written is not an error."""
+    if result.size == 0 or not result.ends_with_newline:
+        return False
+    try:
+        status = os.fstat(fd)
+        if status.st_size != result.size or not stat.S_ISREG(status.st_mode):
+            return False  # the file moved on since: the next open scans
+        index_dir = directory or index_directory()
+        make_private_directories(index_dir)
+        meta = IndexMeta(
+            format=FORMAT,
+            sessiond=__version__,
+            path=str(session_path),
+            device=status.st_dev,
+            inode=status.st_ino,
+            size=result.size,
+            mtime_ns=status.st_mtime_ns,
+            ctime_ns=status.st_ctime_ns,
+            written_ns=time.time_ns(),
+            line_count=result.line_count,
+            version=result.version,
+            header=header_line,
+            windows=[
+                Window(offset, length, _digest(fd, offset, length))
+                for offset, length in _windows(result.size)
+            ],
+            # What the next open finds, not what this one repaired.
+            report=msgspec.structs.replace(
+                result.report, torn_tail=None, migrated_from_version=None
+            ),
+        )
+        encoded_meta = msgspec.msgpack.encode(meta)
+        rows = msgspec.msgpack.encode([_row(record) for record in result.records])
+        target = index_path_for(session_path, index_dir)
+        atomic_write(target, [_MAGIC, len(encoded_meta).to_bytes(8, "little"), encoded_meta, rows])
+        _prune(index_dir, keep=target)
+    except (OSError, ValueError, msgspec.EncodeError, SessiondError):
+        return False  # a cache must never fail the open it speeds up
+    return True
+
+
+def _row(
+    record: EntryRecord,
+) -> tuple[
+    str, str, str | None, str, MessageRole | None, int, int, int, None, int | None, int | None, int
+]:
+    # The decoded entry is not kept: it is re-read from the file when needed.
+    return (
+        record.id,
+        record.type,
+        record.parent_id,
+        record.timestamp,
+        record.message,
+        record.offset,
+        record.length,
+        record.seq,
+        None,
+        record.tokens_chars,
+        record.tokens_tiktoken,
+        record.utf8_state,
+    )
+
+
+def _prune(directory: Path, keep: Path) -> None:
+    """Keep the cache bounded: drop the least recently written indexes past the limit."""
+    with contextlib.suppress(OSError):
+        entries = [entry for entry in os.scandir(directory) if entry.name.endswith(".idx")]
+        if len(entries) <= MAX_INDEX_FILES:
+            return
+        entries.sort(key=lambda entry: entry.stat(follow_symlinks=False).st_mtime_ns)
+        for entry in entries[: len(entries) - MAX_INDEX_FILES]:
+            if entry.path != str(keep):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+
+
+def forget(session_path: Path, directory: Path | None = None) -> None:
+    """Remove the index of a session (after a rewrite makes it useless)."""
+    with contextlib.suppress(OSError):
+        os.unlink(index_path_for(session_path, directory))

@@ -1,0 +1,201 @@
+"""Copies and rewrites of a session file: forks and in-place edits of entries.
+
+A fork copies the path to an entry into a new session (pi's ``createBranchedSession``);
+a rewrite replaces whole entries (pruning edits tool results, as pi does) through an
+atomic rewrite that copies every other line, damaged ones included, byte for byte.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from sessiond.core.decode import decode_entry
+from sessiond.errors import InvalidEntryError
+
+from .fileio import AppendFile, atomic_write
+from .lines import read_chunks, read_lines
+from .records import EntryRecord, new_record
+from .safe_files import FILE_MODE, open_regular
+
+if TYPE_CHECKING:
+    from sessiond.core.entries import Entry
+
+    from .session import SessionStore
+
+
+def fork(
+    store: SessionStore,
+    leaf_id: str,
+    *,
+    path: str | os.PathLike[str] | None = None,
+    session_dir: str | os.PathLike[str] | None = None,
+) -> SessionStore:
+    """pi's ``createBranchedSession``: the root-to-``leaf_id`` path as a new session.
+
+    Label entries are left out of the copied path and re-created, chained
+    at the end, for every label whose target is on the path. Unlike pi,
+    an entry whose parent was a dropped label is re-parented to the
+    nearest kept ancestor, so the copied path stays one connected chain.
+    The new file is written at once when the path has an assistant message.
+    """
+    records = store._path_records(store.record(leaf_id))
+    kept = [record for record in records if record.type != "label"]
+    on_path = {record.id for record in kept}
+    labels = [(target, label) for target, label in store._labels.items() if target in on_path]
+    new = type(store).create(
+        store.header.cwd,
+        session_dir=session_dir if session_dir is not None else store.path.parent,
+        path=path,
+        parent_session=str(store.path),
+        storage=store.storage,
+        clock=store._clock,
+    )
+    try:
+        previous: str | None = None
+        copied: list[tuple[EntryRecord, Entry, bytes]] = []
+        for record in kept:
+            line = store.raw_line(record)
+            if record.parent_id != previous:
+                data = msgspec.json.decode(line)
+                data["parentId"] = previous
+                line = msgspec.json.encode(data)
+            entry = decode_entry(line)
+            copy = new_record(
+                record.id, previous, record.type, record.role, record.timestamp, len(line)
+            )
+            copied.append((copy, entry, line))
+            previous = record.id
+        adopt(new, copied)
+        for target, label in labels:
+            new.append_label(target, label)
+    except BaseException:
+        new.close()
+        raise
+    return new
+
+
+def adopt(store: SessionStore, copied: list[tuple[EntryRecord, Entry, bytes]]) -> None:
+    """Take entries that already have ids (a fork's copied path)."""
+    if not copied:
+        return
+    store._write(copied)
+    for record, entry, _ in copied:
+        store._index(record, entry)
+        store._view.push(record, entry)
+
+
+def rewrite_entries(store: SessionStore, replacements: Mapping[str, Mapping[str, Any]]) -> None:
+    """Replace whole entries (by id) through an atomic rewrite of the file.
+
+    Every other line, damaged ones included, is copied byte for byte. Used
+    by pruning, which edits tool results in place as pi does.
+    """
+    store._check_writable()
+    encoded: dict[str, bytes] = {}
+    for entry_id, data in replacements.items():
+        record = store.record(entry_id)
+        if data.get("id") != entry_id or data.get("type") != record.type:
+            raise InvalidEntryError(f"a replacement for {entry_id} must keep its id and type")
+        encoded[entry_id] = msgspec.json.encode(data)
+    if not store._persisted:
+        for entry_id, line in encoded.items():
+            store._unwritten[entry_id] = line
+            store._by_id[entry_id].length = len(line)
+        forget(store, encoded)
+        return
+    store.sync()
+    by_offset = {record.offset: record for record in store._records}
+    replaced_at = {store._by_id[entry_id].offset: line for entry_id, line in encoded.items()}
+    new_offsets: dict[int, int] = {}
+    new_size = 0
+
+    def lines_out() -> Iterator[bytes]:
+        nonlocal new_size
+        pending: list[bytes] = []
+        pending_size = 0
+        for offset, line in file_lines(store):
+            if not isinstance(line, bytes):
+                # Longer than any entry (damage): copied through, never held whole.
+                if pending:
+                    yield b"".join(pending)
+                    pending, pending_size = [], 0
+                for chunk in line:
+                    new_size += len(chunk)
+                    yield chunk
+                new_size += 1
+                yield b"\n"
+                continue
+            replacement = replaced_at.get(offset)
+            out = replacement if replacement is not None else line
+            if offset in by_offset:
+                new_offsets[offset] = new_size
+            pending += [out, b"\n"]
+            pending_size += len(out) + 1
+            new_size += len(out) + 1
+            if pending_size >= 1 << 20:
+                yield b"".join(pending)
+                pending, pending_size = [], 0
+        if pending:
+            yield b"".join(pending)
+
+    if store._append is not None:
+        store._append.close()
+        store._append = None
+    atomic_write(store.path, lines_out(), mode=_file_mode(store.path))
+    for old_offset, record in by_offset.items():
+        record.offset = new_offsets.get(old_offset, record.offset)
+    for entry_id, line in encoded.items():
+        record = store._by_id[entry_id]
+        record.length = len(line)
+        record.utf8_state = 1
+    store._size = new_size
+    store._needs_newline = False
+    if store._read_fd is not None:
+        os.close(store._read_fd)
+        store._read_fd = None
+    store._append = AppendFile(store.path)
+    # Offsets of damaged lines moved: the next open scans and indexes afresh.
+    store._ledger = None
+    store._follower.saw(store._reader(), store._size)
+    forget(store, encoded)
+
+
+def forget(store: SessionStore, entry_ids: Iterable[str]) -> None:
+    for entry_id in entry_ids:
+        record = store._by_id[entry_id]
+        record.entry = None
+        record.tokens_chars = record.tokens_tiktoken = None
+        store._message_cache.pop(id(record), None)
+    store._view.reset(list(store._view.path))
+
+
+def file_lines(store: SessionStore) -> Iterator[tuple[int, bytes | Iterator[bytes]]]:
+    """Every line of the file with its offset (the header's is 0), newline stripped.
+
+    A line longer than ``MAX_LINE_BYTES`` comes as an iterator of its chunks, to be
+    consumed before the next line; time is linear whatever the lines' lengths."""
+    fd = open_regular(store.path, os.O_RDONLY)
+    try:
+        for offset, line, length in read_lines(fd, os.fstat(fd).st_size):
+            if line is not None:
+                yield offset, line
+            else:
+                yield offset, (chunk for _, chunk in read_chunks(fd, offset, offset + length))
+    finally:
+        os.close(fd)
+
+
+def _file_mode(path: Path) -> int:
+    """The mode a rewrite keeps: the file's own (the user may have chosen it), never wider;
+    0600 when the path holds no regular file (the rewrite then refuses to read it)."""
+    try:
+        status = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return FILE_MODE
+    return status.st_mode & 0o777 if stat.S_ISREG(status.st_mode) else FILE_MODE

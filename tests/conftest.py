@@ -1,0 +1,18 @@
+"""Settings for every test: in-process code never touches the user's own directories."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The persistent session index (and anything else cached) goes to a directory of
+    the test run, not to the cache directory of whoever runs the tests."""
+    cache = tmp_path_factory.mktemp("xdg-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(cache))
+        yield cache

@@ -1,0 +1,187 @@
+"""Following a session file that another program writes while the store holds it."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from sessiond.errors import BusyError, ConflictError
+from sessiond.settings import StorageSettings
+from sessiond.store import follow
+from sessiond.store.session import SessionStore
+
+from .helpers import assistant, user
+
+NO_INDEX = StorageSettings(persistent_index=False)
+
+
+def _line(entry_id: str, parent: str | None, text: str) -> bytes:
+    body = {
+        "type": "message",
+        "id": entry_id,
+        "parentId": parent,
+        "timestamp": "2026-05-01T10:00:00.000Z",
+        "message": {"role": "user", "content": text, "timestamp": 1},
+    }
+    return msgspec.json.encode(body) + b"\n"
+
+
+def _other_program_appends(path: Path, data: bytes) -> None:
+    with path.open("ab") as handle:
+        handle.write(data)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SessionStore:
+    created = SessionStore.create(str(tmp_path), path=tmp_path / "s.jsonl")
+    created.append(user("first question"))
+    created.append(assistant("first answer"))
+    return created
+
+
+def _assert_matches_a_fresh_open(store: SessionStore) -> None:
+    """What the store holds is what a new open of the file finds."""
+    with SessionStore.open(store.path, readonly=True, storage=NO_INDEX) as fresh:
+        assert [(r.id, r.parent_id, r.offset, r.length) for r in fresh.records()] == [
+            (r.id, r.parent_id, r.offset, r.length) for r in store.records()
+        ]
+        assert fresh.recovery.torn_tail is None and not fresh.recovery.damaged_lines
+
+
+def test_nothing_changed_costs_nothing_and_says_nothing(store: SessionStore) -> None:
+    assert store.follow() is None
+    os.utime(store.path)  # a touch changes the times, not the lines
+    assert store.follow() is None
+
+
+def test_lines_another_program_appends_are_taken_in(store: SessionStore) -> None:
+    leaf = store.leaf_id
+    _other_program_appends(
+        store.path, _line("0the0001", leaf, "from pi") + _line("0the0002", "0the0001", "again")
+    )
+    followed = store.follow()
+    assert followed is not None
+    assert followed.reason == "fileAppended"
+    assert followed.appended_ids == ["0the0001", "0the0002"]
+    assert store.leaf_id == "0the0002"
+    assert [m.content for m in store.build_context().messages[-2:]] == ["from pi", "again"]  # type: ignore[union-attr]
+    # The next append through the store goes under the other program's last entry.
+    entry = store.append(user("mine"))
+    assert entry.parent_id == "0the0002"
+    _assert_matches_a_fresh_open(store)
+
+
+def test_an_append_looks_at_the_file_first(store: SessionStore) -> None:
+    leaf = store.leaf_id
+    _other_program_appends(store.path, _line("0the0001", leaf, "from pi"))
+    entry = store.append(user("mine"))  # no follow() in between
+    assert entry.parent_id == "0the0001"
+    _assert_matches_a_fresh_open(store)
+
+
+def test_an_expected_leaf_that_moved_is_a_conflict(store: SessionStore) -> None:
+    leaf = store.leaf_id
+    _other_program_appends(store.path, _line("0the0001", leaf, "from pi"))
+    with pytest.raises(ConflictError):
+        store.append_entries([user("mine")], expected_leaf_id=leaf)
+    store.follow()
+    # Naming the new leaf works.
+    store.append_entries([user("mine")], expected_leaf_id="0the0001")
+    _assert_matches_a_fresh_open(store)
+
+
+def test_an_unfinished_line_is_waited_for_not_cut(store: SessionStore) -> None:
+    leaf = store.leaf_id
+    line = _line("0the0001", leaf, "being written")
+    _other_program_appends(store.path, line[:30])
+    assert store.follow() is None
+    with pytest.raises(BusyError) as raised:
+        store.append(user("mine"))
+    assert raised.value.details["reason"] == "fileBeingWritten"
+    assert store.path.read_bytes().endswith(line[:30])  # left alone
+    _other_program_appends(store.path, line[30:])
+    followed = store.follow()
+    assert followed is not None and followed.appended_ids == ["0the0001"]
+    assert store.append(user("mine")).parent_id == "0the0001"
+    _assert_matches_a_fresh_open(store)
+
+
+def test_a_line_left_unfinished_past_the_grace_is_cut_off_when_appending(
+    store: SessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(follow, "UNFINISHED_GRACE_S", 0.0)
+    leaf = store.leaf_id
+    torn = _line("0the0001", leaf, "its writer crashed")[:40]
+    _other_program_appends(store.path, torn)
+    store.follow()
+    entry = store.append(user("mine"))
+    assert entry.parent_id == leaf
+    saved = store.path.with_name(store.path.name + ".corrupt")
+    assert saved.read_bytes() == torn
+    assert store.recovery.torn_tail is not None and store.recovery.torn_tail.saved_to == str(saved)
+    _assert_matches_a_fresh_open(store)
+
+
+@pytest.mark.parametrize("how", ["atomic replacement", "in-place rewrite", "truncation"])
+def test_a_replaced_or_rewritten_file_is_read_again(store: SessionStore, how: str) -> None:
+    data = store.path.read_bytes()
+    header = data.split(b"\n", 1)[0] + b"\n"
+    other = header + _line("0new0001", None, "rewritten by pi") + _line("0new0002", "0new0001", "x")
+    if how == "atomic replacement":
+        temporary = store.path.with_name("tmp")
+        temporary.write_bytes(other)
+        os.replace(temporary, store.path)
+    elif how == "in-place rewrite":
+        with store.path.open("r+b") as handle:
+            handle.truncate(0)
+            handle.write(other + b" " * (len(data) - len(other) + 100) + b"\n")
+    else:
+        os.truncate(store.path, len(header))
+    followed = store.follow()
+    assert followed is not None and followed.reason == "fileRewritten"
+    expected = [] if how == "truncation" else ["0new0001", "0new0002"]
+    assert [r.id for r in store.records()] == expected
+    entry = store.append(user("after the rewrite"))
+    assert entry.parent_id == (expected[-1] if expected else None)
+    _assert_matches_a_fresh_open(store)
+
+
+def test_two_writers_at_once_never_damage_the_file_or_the_index(tmp_path: Path) -> None:
+    """Another program appends whole lines in a tight loop while the store appends: every
+    line stays whole, and the store's index matches the file exactly afterwards."""
+    store = SessionStore.create(str(tmp_path), path=tmp_path / "s.jsonl")
+    store.append(user("q"))
+    store.append(assistant("a"))
+    root = store.leaf_id
+    stop = threading.Event()
+
+    def other_program() -> None:
+        fd = os.open(store.path, os.O_WRONLY | os.O_APPEND)
+        try:
+            for n in range(100_000):
+                if stop.is_set():
+                    return
+                os.write(fd, _line(f"{n:08x}", root, "other"))
+        finally:
+            os.close(fd)
+
+    writer = threading.Thread(target=other_program)
+    writer.start()
+    mine: list[str] = []
+    try:
+        for n in range(400):
+            try:
+                mine.append(store.append(user(f"mine {n}")).id)
+            except BusyError:
+                continue  # caught the other program between its bytes; try the next
+    finally:
+        stop.set()
+        writer.join()
+    store.follow()
+    _assert_matches_a_fresh_open(store)
+    assert all(store.has_entry(entry_id) for entry_id in mine)
+    store.close()
