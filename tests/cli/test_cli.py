@@ -206,3 +206,23 @@ def test_not_a_session_file(tmp_path: Path, env):
         and "not a session file" in result.stderr
         and "Traceback" not in result.stderr
     )
+
+
+def test_read_only_commands_use_and_leave_the_persistent_index(sample: Path, env):
+    """The command line's read-only commands write the index (atomically, in the cache
+    directory) and read it the next time; the session file is never written."""
+    import time
+
+    from sessiond.store import index_file
+
+    time.sleep(0.05)  # the copy's last change a timestamp tick before the first index
+    before = (sample.read_bytes(), sample.stat().st_mtime_ns)
+    first = sessiond("context", str(sample), "--json", env=env).stdout
+    index_dir = Path(env["XDG_CACHE_HOME"]) / "sessiond" / "index"
+    index = index_file.index_path_for(sample, index_dir)
+    assert index.is_file()
+    written = index.stat().st_mtime_ns
+    again = sessiond("context", str(sample), "--json", env=env).stdout
+    assert again == first
+    assert index.stat().st_mtime_ns == written  # read, not rewritten: nothing was appended
+    assert (sample.read_bytes(), sample.stat().st_mtime_ns) == before
