@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 
 def user(text: str, **extra: Any) -> dict[str, Any]:
     return {"type": "message", "message": {"role": "user", "content": text, **extra}}
@@ -57,3 +59,15 @@ def tool_result(text: str, *, tool: str = "bash", call_id: str = "call-1") -> di
 
 def tool_call(name: str, **arguments: Any) -> dict[str, Any]:
     return {"type": "toolCall", "id": f"call-{name}", "name": name, "arguments": arguments}
+
+
+def stored_line(entry_id: str, parent: str | None, text: str) -> bytes:
+    """A user message's line as another program (pi) writes it to the file."""
+    body = {
+        "type": "message",
+        "id": entry_id,
+        "parentId": parent,
+        "timestamp": "2026-05-01T10:00:00.000Z",
+        "message": {"role": "user", "content": text, "timestamp": 1},
+    }
+    return msgspec.json.encode(body) + b"\n"

@@ -6,7 +6,6 @@ import os
 import threading
 from pathlib import Path
 
-import msgspec
 import pytest
 
 from sessiond.errors import BusyError, ConflictError
@@ -14,20 +13,9 @@ from sessiond.settings import StorageSettings
 from sessiond.store import follow
 from sessiond.store.session import SessionStore
 
-from .helpers import assistant, user
+from .helpers import assistant, stored_line, user
 
 NO_INDEX = StorageSettings(persistent_index=False)
-
-
-def _line(entry_id: str, parent: str | None, text: str) -> bytes:
-    body = {
-        "type": "message",
-        "id": entry_id,
-        "parentId": parent,
-        "timestamp": "2026-05-01T10:00:00.000Z",
-        "message": {"role": "user", "content": text, "timestamp": 1},
-    }
-    return msgspec.json.encode(body) + b"\n"
 
 
 def _other_program_appends(path: Path, data: bytes) -> None:
@@ -61,7 +49,8 @@ def test_nothing_changed_costs_nothing_and_says_nothing(store: SessionStore) -> 
 def test_lines_another_program_appends_are_taken_in(store: SessionStore) -> None:
     leaf = store.leaf_id
     _other_program_appends(
-        store.path, _line("0the0001", leaf, "from pi") + _line("0the0002", "0the0001", "again")
+        store.path,
+        stored_line("0the0001", leaf, "from pi") + stored_line("0the0002", "0the0001", "again"),
     )
     followed = store.follow()
     assert followed is not None
@@ -77,7 +66,7 @@ def test_lines_another_program_appends_are_taken_in(store: SessionStore) -> None
 
 def test_an_append_looks_at_the_file_first(store: SessionStore) -> None:
     leaf = store.leaf_id
-    _other_program_appends(store.path, _line("0the0001", leaf, "from pi"))
+    _other_program_appends(store.path, stored_line("0the0001", leaf, "from pi"))
     entry = store.append(user("mine"))  # no follow() in between
     assert entry.parent_id == "0the0001"
     _assert_matches_a_fresh_open(store)
@@ -85,7 +74,7 @@ def test_an_append_looks_at_the_file_first(store: SessionStore) -> None:
 
 def test_an_expected_leaf_that_moved_is_a_conflict(store: SessionStore) -> None:
     leaf = store.leaf_id
-    _other_program_appends(store.path, _line("0the0001", leaf, "from pi"))
+    _other_program_appends(store.path, stored_line("0the0001", leaf, "from pi"))
     with pytest.raises(ConflictError):
         store.append_entries([user("mine")], expected_leaf_id=leaf)
     store.follow()
@@ -96,7 +85,7 @@ def test_an_expected_leaf_that_moved_is_a_conflict(store: SessionStore) -> None:
 
 def test_an_unfinished_line_is_waited_for_not_cut(store: SessionStore) -> None:
     leaf = store.leaf_id
-    line = _line("0the0001", leaf, "being written")
+    line = stored_line("0the0001", leaf, "being written")
     _other_program_appends(store.path, line[:30])
     assert store.follow() is None
     with pytest.raises(BusyError) as raised:
@@ -115,7 +104,7 @@ def test_a_line_left_unfinished_past_the_grace_is_cut_off_when_appending(
 ) -> None:
     monkeypatch.setattr(follow, "UNFINISHED_GRACE_S", 0.0)
     leaf = store.leaf_id
-    torn = _line("0the0001", leaf, "its writer crashed")[:40]
+    torn = stored_line("0the0001", leaf, "its writer crashed")[:40]
     _other_program_appends(store.path, torn)
     store.follow()
     entry = store.append(user("mine"))
@@ -130,7 +119,11 @@ def test_a_line_left_unfinished_past_the_grace_is_cut_off_when_appending(
 def test_a_replaced_or_rewritten_file_is_read_again(store: SessionStore, how: str) -> None:
     data = store.path.read_bytes()
     header = data.split(b"\n", 1)[0] + b"\n"
-    other = header + _line("0new0001", None, "rewritten by pi") + _line("0new0002", "0new0001", "x")
+    other = (
+        header
+        + stored_line("0new0001", None, "rewritten by pi")
+        + stored_line("0new0002", "0new0001", "x")
+    )
     if how == "atomic replacement":
         temporary = store.path.with_name("tmp")
         temporary.write_bytes(other)
@@ -165,7 +158,7 @@ def test_two_writers_at_once_never_damage_the_file_or_the_index(tmp_path: Path) 
             for n in range(100_000):
                 if stop.is_set():
                     return
-                os.write(fd, _line(f"{n:08x}", root, "other"))
+                os.write(fd, stored_line(f"{n:08x}", root, "other"))
         finally:
             os.close(fd)
 

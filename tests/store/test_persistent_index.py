@@ -18,20 +18,9 @@ from sessiond.store import index_file
 from sessiond.store.opening import read_session
 from sessiond.store.session import SessionStore
 
-from .helpers import assistant, user
+from .helpers import assistant, stored_line, user
 
 NO_INDEX = StorageSettings(persistent_index=False)
-
-
-def _line(entry_id: str, parent: str, text: str) -> bytes:
-    body = {
-        "type": "message",
-        "id": entry_id,
-        "parentId": parent,
-        "timestamp": "2026-05-01T10:00:00.000Z",
-        "message": {"role": "user", "content": text, "timestamp": 1},
-    }
-    return msgspec.json.encode(body) + b"\n"
 
 
 def _session(tmp_path: Path, entries: int = 400, name: str = "s.jsonl") -> Path:
@@ -93,8 +82,8 @@ def test_lines_appended_since_are_scanned_on_top_of_the_index(tmp_path: Path) ->
     _settle()
     leaf = _view(path)["leaf"]
     with path.open("ab") as handle:
-        handle.write(_line("aaaa0001", leaf, "one more"))
-        handle.write(_line("aaaa0002", "aaaa0001", "and another"))
+        handle.write(stored_line("aaaa0001", leaf, "one more"))
+        handle.write(stored_line("aaaa0002", "aaaa0001", "and another"))
     assert _from_index(path)
     seen = _view(path)
     assert seen["leaf"] == "aaaa0002"
@@ -157,7 +146,9 @@ def test_no_change_behind_the_index_changes_a_result(tmp_path: Path, change: str
         _rewrite_in_place(path, data[:at] + data[at + 5 :])
     elif change == "an in-place rewrite that grew":
         # A rewrite that lengthens a line in the middle, then goes on with an append.
-        _rewrite_in_place(path, data[:at] + b"longer " + data[at:] + _line("bbbb0001", "x", "+"))
+        _rewrite_in_place(
+            path, data[:at] + b"longer " + data[at:] + stored_line("bbbb0001", "x", "+")
+        )
     elif change == "atomic replacement, same bytes":
         (tmp_path / "new").write_bytes(data)
         os.replace(tmp_path / "new", path)
@@ -177,7 +168,7 @@ def test_no_change_behind_the_index_changes_a_result(tmp_path: Path, change: str
         window = (len(data) - 64 * 1024) // 17
         at = data.index(b'"', window) + 1
         edited = data[:at] + (b"Q" if data[at : at + 1] != b"Q" else b"R") + data[at + 1 :]
-        _rewrite_in_place(path, edited + _line("bbbb0001", "x", "more"))
+        _rewrite_in_place(path, edited + stored_line("bbbb0001", "x", "more"))
     elif change == "another file copied over it":
         shutil.copyfile(other, path)
     assert not _from_index(path)
