@@ -104,6 +104,22 @@ def test_writable_opens_and_appends_keep_the_index_current(tmp_path: Path) -> No
     assert _view(path) == _view(path, storage=NO_INDEX)
 
 
+def test_closing_right_after_an_append_still_leaves_a_trusted_index(tmp_path: Path) -> None:
+    """An index written in the tick of the last append would not be trusted; the store
+    writes it a tick later instead, so the next open still reads it."""
+    path = _session(tmp_path)
+    with SessionStore.open(path) as store:
+        store.append(user("the last word, just before closing"))
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        read = read_session(path, readonly=True, use_index=True)
+        if read.from_index:
+            break
+    assert read.from_index and read.result.indexed_size == path.stat().st_size
+    assert _view(path) == _view(path, storage=NO_INDEX)
+
+
 def _chars_estimator() -> Any:
     from sessiond.tokenizer import estimator
 

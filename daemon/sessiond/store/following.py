@@ -1,17 +1,19 @@
 """The store's side of other programs writing its file: taking in their lines.
 
 ``follow.FileFollower`` tells what happened to the file; these functions, which
-``SessionStore`` calls with itself, act on it: appended lines are scanned and indexed (the leaf moves to the last of them,
-as a reopen would put it), a replaced or rewritten file is read again whole, an append
-first takes in what others wrote (and waits for a line they have not finished), and
-lines that landed beside the store's own in the same instant are placed in file order.
-The ledger (what a scan of the whole file would find) is kept up to date here, and
-written as the persistent index when the session closes.
+``SessionStore`` calls with itself, act on it: appended lines are scanned and indexed
+(the leaf moves to the last of them, as a reopen would put it), a replaced or
+rewritten file is read again whole, an append first takes in what others wrote (and
+waits for a line they have not finished), and lines that landed beside the store's
+own in the same instant are placed in file order. The ledger (what a scan of the
+whole file would find) is kept up to date here, and written as the persistent index
+when the session closes.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from typing import TYPE_CHECKING, Literal
 
 import msgspec
@@ -194,7 +196,16 @@ def save_index(store: SessionStore) -> None:
         return
     ledger.size = store._size
     ledger.ends_with_newline = True
-    index_file.save(store.path, store._read_fd, ledger, store._header_line)
+    wait = index_file.seconds_until_trusted(os.fstat(store._read_fd))
+    if wait <= 0:
+        index_file.save(store.path, store._read_fd, ledger, store._header_line)
+        return
+    # Written now, the index would be racy (the file changed within a timestamp tick) and
+    # the next open would not trust it; written a tick later it is good. The store is
+    # closing, so nothing changes the ledger meanwhile.
+    timer = threading.Timer(wait, index_file.save_at_path, (store.path, ledger, store._header_line))
+    timer.daemon = True
+    timer.start()
 
 
 class Followed(msgspec.Struct, kw_only=True):

@@ -194,9 +194,31 @@ def _describes(meta: IndexMeta, session_path: Path, status: os.stat_result, fd: 
 
 
 def _racy(meta: IndexMeta) -> bool:
-    coarse = meta.ctime_ns % 1_000_000_000 == 0 and meta.mtime_ns % 1_000_000_000 == 0
-    tick = _COARSE_TICK_NS if coarse else _FINE_TICK_NS
-    return meta.written_ns - max(meta.ctime_ns, meta.mtime_ns) < tick
+    return meta.written_ns - max(meta.ctime_ns, meta.mtime_ns) < _tick(meta.mtime_ns, meta.ctime_ns)
+
+
+def _tick(mtime_ns: int, ctime_ns: int) -> int:
+    coarse = ctime_ns % 1_000_000_000 == 0 and mtime_ns % 1_000_000_000 == 0
+    return _COARSE_TICK_NS if coarse else _FINE_TICK_NS
+
+
+def seconds_until_trusted(status: os.stat_result) -> float:
+    """How long to wait before an index of the file in this state would not be racy."""
+    changed = max(status.st_mtime_ns, status.st_ctime_ns)
+    due = changed + _tick(status.st_mtime_ns, status.st_ctime_ns)
+    return max(0.0, (due - time.time_ns()) / 1e9)
+
+
+def save_at_path(session_path: Path, result: ScanResult, header_line: bytes) -> bool:
+    """``save`` for a file that is no longer open (after a session closed)."""
+    try:
+        fd = open_regular(session_path, os.O_RDONLY)
+    except (OSError, SessiondError):
+        return False
+    try:
+        return save(session_path, fd, result, header_line)
+    finally:
+        os.close(fd)
 
 
 def _digest(fd: int, offset: int, length: int) -> bytes:
