@@ -34,9 +34,16 @@ def test_defaults_are_pis():
     assert s.storage.fsync == "batch"
 
 
-def test_missing_file_gives_defaults(tmp_path: Path):
-    settings, warnings = load_settings(tmp_path / "nope.json")
+def test_missing_default_file_gives_defaults_quietly(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    settings, warnings = load_settings()
     assert settings == Settings() and warnings == []
+
+
+def test_missing_named_file_gives_defaults_with_a_warning(tmp_path: Path):
+    settings, warnings = load_settings(tmp_path / "nope.json")
+    assert settings == Settings()
+    assert warnings == [f"{tmp_path / 'nope.json'}: no such settings file; using defaults"]
 
 
 def test_bad_key_falls_back_and_is_named(tmp_path: Path):

@@ -338,11 +338,14 @@ def default_settings_path() -> Path:
 
 def load_settings(path: Path | None = None) -> tuple[Settings, list[str]]:
     """Read the user's settings file. Never raises for a bad file; returns warnings."""
+    named = path is not None
     path = path if path is not None else default_settings_path()
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        return Settings(), []
+        # Having no settings file is the normal case; a file named on the command line
+        # that is not there is a typo the user should hear about.
+        return Settings(), [f"{path}: no such settings file; using defaults"] if named else []
     except OSError as exc:
         return Settings(), [f"{path}: cannot read settings ({exc.strerror}); using defaults"]
     warnings = _permission_warnings(path)

@@ -168,6 +168,13 @@ def test_bad_settings_are_errors_on_the_command_line(sample: Path, env):
     assert result.returncode == 1 and "compaction.keepRecentTokens" in result.stderr
 
 
+def test_a_settings_file_that_is_not_there_is_named(sample: Path, env, tmp_path: Path):
+    missing = tmp_path / "typo.json"
+    result = sessiond("info", str(sample), "--settings", str(missing), env=env)
+    assert f"sessiond: warning: {missing}: no such settings file" in result.stderr
+    assert "Entries" in result.stdout
+
+
 def test_branch_plan_and_navigate(sample: Path, env):
     with SessionStore.open(sample, readonly=True) as store:
         users = [r.id for r in store.path_records() if r.role == "user"]

@@ -172,9 +172,11 @@ def test_every_session_compacting_at_once_against_a_faulty_provider(
                 hits = provider.hits_for(name)
                 assert len(hits) == attempts, (name, len(hits))
                 for gap, delay in zip(gaps_ms(provider, name), delays):
-                    # the wait is at least the backoff; the hang's attempt adds its timeout
-                    # the hang costs its timeout
-                    slack = 400 + (int(TIMEOUT_S * 1000) if name == "hang" else 0)
+                    # The wait is at least the backoff (the exact schedule is checked on
+                    # the recorded delays below). The upper bound only catches a wait far
+                    # past it, such as an honoured 30 s retry-after: a loaded 2-core machine
+                    # wakes a timer hundreds of milliseconds late. The hang adds its timeout.
+                    slack = 1500 + (int(TIMEOUT_S * 1000) if name == "hang" else 0)
                     assert delay - 5 <= gap <= delay + slack, (
                         name,
                         gaps_ms(provider, name),

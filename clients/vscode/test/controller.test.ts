@@ -1,8 +1,9 @@
 // The controller: the daemon's lifecycle, the open session, views kept in sync by notifications.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { execFileSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { SessiondClient } from "@sessiond/client";
 import {
   DEFAULT_CONFIG,
@@ -23,6 +24,8 @@ import {
   type Sandbox,
 } from "@sessiond/client/testing";
 import { ScriptedChatModel, ScriptedUi, daemonCommand, filledSession, repoRoot, turn } from "./helpers";
+
+const run = promisify(execFile);
 
 function config(overrides: Partial<ExtensionConfig> = {}): ExtensionConfig {
   return {
@@ -209,13 +212,16 @@ describe("SessionController on a session pi itself writes", () => {
       const session = await filledSession(agent, box.dir, 2, 300, true);
       await controller.openSession(session.path);
       const before = (await controller.treeModel()).length;
-      const redraw = nextEvent(controller.onDidChangeTree);
       // pi 0.73.1's own SessionManager, from the parity tests' npm install: no lock taken.
-      const written = piAppends(session.path, 2);
-      await redraw;
+      // It runs asynchronously so that the extension keeps handling the daemon's
+      // notifications while pi starts, which takes seconds on a loaded machine.
+      const written = await piAppends(session.path, 2);
+      // Redraws come at the daemon's next look at the file; one may have come already,
+      // so each short wait is followed by a fresh look at the tree.
       let rows = await controller.treeModel();
-      for (let tries = 0; rows.length < before + 2 && tries < 100; tries++) {
-        await nextEvent(controller.onDidChangeTree);
+      const deadline = Date.now() + 20000;
+      while (rows.length < before + 2 && Date.now() < deadline) {
+        await nextEvent(controller.onDidChangeTree, () => true, 1000).catch(() => undefined);
         rows = await controller.treeModel();
       }
       assert.equal(rows.length, before + 2);
@@ -228,10 +234,10 @@ describe("SessionController on a session pi itself writes", () => {
 });
 
 /** Runs tests/parity/pi_append.mjs on `file`; the ids pi wrote, in order. */
-function piAppends(file: string, count: number): string[] {
+async function piAppends(file: string, count: number): Promise<string[]> {
   const script = join(repoRoot, "tests", "parity", "pi_append.mjs");
-  const out = execFileSync(process.execPath, [script, file, String(count)], { encoding: "utf8" });
-  return out
+  const { stdout } = await run(process.execPath, [script, file, String(count)], { encoding: "utf8" });
+  return stdout
     .trim()
     .split("\n")
     .map((line) => (JSON.parse(line) as { id: string }).id);
