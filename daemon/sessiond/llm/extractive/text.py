@@ -1,0 +1,83 @@
+"""Small text helpers the rules share: sentences, clipping, names in backticks."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[*])|\n+")
+_CODE_SPAN = re.compile(r"`([^`\n]{1,120})`")
+_FENCE = re.compile(r"^[ \t]*(```|~~~).*?(?:^[ \t]*\1|\Z)", re.DOTALL | re.MULTILINE)
+# Runs of two or more backticks are fences or quoted fences, not code spans.
+_BACKTICK_RUN = re.compile(r"``+")
+# Words a request opens with that carry no task ("ok, so ...").
+_FILLER = re.compile(
+    r"^(?:(?:ok(?:ay)?|alright|right|so|well|hey|hi|hello|great|thanks?|thank you|cool|nice"
+    r"|perfect|good|yes|yeah|no|now|please)\b[,.!:;]?\s*)+",
+    re.IGNORECASE,
+)
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences of prose; code blocks are left out because they are not sentences."""
+    prose = _FENCE.sub("\n", text)
+    return [one_line(s) for s in _SENTENCE_END.split(prose) if s.strip()]
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to about ``limit`` characters at a word boundary, marked with "…"."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    space = cut.rfind(" ")
+    if space > limit * 0.6:
+        cut = cut[:space]
+    cut = cut.rstrip(" ,;:")
+    # An odd number of backticks would open a code span that never closes.
+    if cut.count("`") % 2:
+        cut = cut[: cut.rfind("`")].rstrip()
+    return f"{cut} …"
+
+
+def strip_filler(text: str) -> str:
+    stripped = _FILLER.sub("", text.strip())
+    return stripped[:1].upper() + stripped[1:] if stripped else text.strip()
+
+
+def gist(text: str, limit: int, count: int = 2) -> str:
+    """The first ``count`` sentences of a message, without opening filler, clipped."""
+    parts = sentences(strip_filler(text))
+    return clip(" ".join(parts[:count]), limit) if parts else ""
+
+
+def code_names(text: str) -> list[str]:
+    """The names written in backticks, in order, each once."""
+    prose = _BACKTICK_RUN.sub(" ", _FENCE.sub("\n", text))
+    return unique(name.strip() for name in _CODE_SPAN.findall(prose) if name.strip())
+
+
+def unique(items: Iterable[str]) -> list[str]:
+    seen: set[str] = set()
+    result: list[str] = []
+    for item in items:
+        if item and item not in seen:
+            seen.add(item)
+            result.append(item)
+    return result
+
+
+def code_list(items: list[str], limit: int) -> str:
+    shown = ", ".join(f"`{item}`" for item in items[:limit])
+    if len(items) > limit:
+        shown += f" (+{len(items) - limit} more)"
+    return shown
+
+
+def quote(text: str, limit: int, indent: str = "  ") -> str:
+    """A Markdown quote, indented to belong to the list item above it."""
+    lines = clip(text, limit).splitlines()
+    return "\n".join(f"{indent}> {line}" if line.strip() else f"{indent}>" for line in lines)
