@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, fields, replace
 
 from sessiond.llm.extractive.checkpoint import Checkpoint
@@ -65,6 +66,7 @@ _CHECK = re.compile(
 )
 _CD_PREFIX = re.compile(r"^(?:cd\s+\S+\s*(?:&&|;)\s*)+")
 _CHAIN = re.compile(r"&&|\|\||;|\n")
+_CD = re.compile(r"^\s*cd\s")
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,8 @@ def _keys(action: Action) -> list[str]:
     """What a later success must match to clear this action's error: the file, or each
     command of a ``a && b`` chain."""
     if action.command is not None:
-        return unique(_command_key(part) for part in _CHAIN.split(action.command) if part.strip())
+        parts = _CHAIN.split(_CD_PREFIX.sub("", action.command.strip()))
+        return unique(_command_key(p) for p in parts if p.strip() and not _CD.match(p))
     return [action.path] if action.path else []
 
 
@@ -151,6 +154,8 @@ def _goal(facts: Facts, limits: Limits, *, goal_known: bool) -> list[str]:
         return []
     lines = [] if goal_known else [gist(tasks[0], limits.goal)]
     later = tasks if goal_known else tasks[1:]
+    if facts.pending_request is not None and later and later[-1] is facts.pending_request:
+        later = later[:-1]  # the open request is quoted under Next Steps and Critical Context
     then = unique(gist(request, limits.item, 1) for request in later)
     return lines + [f"- Then: {item}" for item in then[-limits.later_requests :]]
 
@@ -243,7 +248,7 @@ def _in_progress(facts: Facts, limits: Limits) -> list[str]:
 
 def _errors(facts: Facts) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """(what failed, error) pairs: still open, and cleared by a later success on the same
-    file or the same command (its program and first word)."""
+    file or the same command (its program and first word; any command of a chain)."""
     open_errors: dict[str, tuple[str, str]] = {}
     resolved: list[tuple[str, str]] = []
     for action in facts.actions:
@@ -252,12 +257,20 @@ def _errors(facts: Facts) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]
             continue
         if action.error is not None:
             shown = short_command(action.command) if action.command else keys[0]
-            open_errors[keys[0]] = (shown, one_line(action.error))
+            failure = (shown, one_line(action.error))
+            for key in keys:
+                open_errors[key] = failure
             continue
         for key in keys:
-            if key in open_errors:
-                resolved.append(open_errors.pop(key))
-    return list(open_errors.values()), resolved
+            failure_or_none = open_errors.get(key)
+            if failure_or_none is not None:
+                resolved.append(failure_or_none)
+                open_errors = {k: v for k, v in open_errors.items() if v is not failure_or_none}
+    return unique_pairs(open_errors.values()), resolved
+
+
+def unique_pairs(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    return list(dict.fromkeys(pairs))
 
 
 def _decisions(facts: Facts, limits: Limits) -> list[str]:
@@ -305,7 +318,7 @@ def _critical(
     branch: bool,
 ) -> list[str]:
     items: list[str] = []
-    modified, only_read = facts.files_modified, facts.files_only_read
+    modified, only_read = facts.files_changed, facts.files_only_read
     if modified:
         items.append(f"- Files modified: {code_list(modified, limits.files)}")
     if only_read:

@@ -156,8 +156,12 @@ def _merge_name_lines(items: list[str]) -> list[str]:
     ]
 
 
+_LAST_STEP = re.compile(r" \(last step: [^\n]*\)$")
+
+
 def _tick(item: str) -> str:
-    return item.replace("- [ ]", "- [x]", 1)
+    """An item in progress as a done one; where it had stopped no longer matters."""
+    return _LAST_STEP.sub("", item.replace("- [ ]", "- [x]", 1))
 
 
 def _union(*lists: list[str]) -> list[str]:

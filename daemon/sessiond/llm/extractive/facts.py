@@ -140,7 +140,8 @@ class Facts:
 
     @property
     def files_only_read(self) -> list[str]:
-        modified = set(self.files_modified)
+        """Files read and not changed (pi's rule, but only successful changes count)."""
+        modified = set(self.files_changed)
         return [path for path in self.files_read if path not in modified]
 
 

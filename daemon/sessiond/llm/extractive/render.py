@@ -21,13 +21,16 @@ _NONE = "- (none)"
 _TRUNCATED = "\n[... extractive summary cut to fit the size limit]"
 _FACTORS = (1.0, 0.75, 0.55, 0.4, 0.3, 0.2, 0.12, 0.06, 0.03)
 # Target size: a base plus a small share of the conversation, up to a ceiling.
-_TARGET_BASE = 1000
+_TARGET_BASE = 1200
 _TARGET_SHARE = 0.012
 _TARGET_CEILING = 6500
 
 
 def size_target(facts: Facts, previous: str | None, budget: int) -> int:
     target = min(_TARGET_CEILING, int(_TARGET_BASE + _TARGET_SHARE * facts.size))
+    if facts.pending_request is not None:
+        # The open request is quoted word for word, as the prompt asks; it comes on top.
+        target += min(len(facts.pending_request), Limits().pending)
     if previous:
         # An update may keep what the previous summary said, but not grow by appending.
         target = max(target, min(_TARGET_CEILING, int(len(previous) * 1.15)))
@@ -36,11 +39,15 @@ def size_target(facts: Facts, previous: str | None, budget: int) -> int:
 
 def summarize(facts: Facts, previous: str | None, purpose: Purpose, budget: int) -> str:
     target = budget if purpose in ("turnPrefix", "short") else size_target(facts, previous, budget)
-    text = ""
+    renders: list[str] = []
     for factor in _FACTORS:
         text = _render(facts, previous, purpose, Limits().scaled(factor))
         if len(text) <= target:
             return text
+        renders.append(text)
+    # Nothing reached the target: the least cut render within a tenth of the shortest.
+    shortest = min(len(text) for text in renders)
+    text = next(t for t in renders if len(t) <= max(shortest * 1.1, min(target, budget)))
     if len(text) <= budget:
         return text
     cut = text[: max(0, budget - len(_TRUNCATED))]

@@ -5,7 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[*])|\n+")
+# A sentence ends at . ! or ? before a space (people type lowercase after it too), but
+# not after the usual abbreviations.
+_SENTENCE_END = re.compile(
+    r"(?<![ (]e\.g\.)(?<![ (]i\.e\.)(?<! etc\.)(?<! vs\.)(?<=[.!?])\s+|\n+", re.IGNORECASE
+)
 _CODE_SPAN = re.compile(r"`([^`\n]{1,120})`")
 _FENCE = re.compile(r"^[ \t]*(```|~~~).*?(?:^[ \t]*\1|\Z)", re.DOTALL | re.MULTILINE)
 # Runs of two or more backticks are fences or quoted fences, not code spans.
@@ -44,8 +48,11 @@ def clip(text: str, limit: int) -> str:
 
 
 def strip_filler(text: str) -> str:
-    stripped = _FILLER.sub("", text.strip())
-    return stripped[:1].upper() + stripped[1:] if stripped else text.strip()
+    original = text.strip()
+    stripped = _FILLER.sub("", original)
+    if not stripped:
+        return original
+    return stripped if stripped == original else stripped[:1].upper() + stripped[1:]
 
 
 def gist(text: str, limit: int, count: int = 2) -> str:
