@@ -23,10 +23,13 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.generate_session import generate
+from bench.readme import write_section
 from sessiond.core.convert import convert_to_llm
 from sessiond.core.decode import NotAnEntry, decode_entry
 from sessiond.core.entries import CompactionEntry, Entry
@@ -34,6 +37,7 @@ from sessiond.core.path_view import message_for_summary
 from sessiond.core.serialize import serialize_conversation
 from sessiond.core.summary_prompts import history_max_tokens, history_prompt
 from sessiond.llm import CompletionRequest, extractive_summary
+from sessiond.llm.extractive import clear_caches
 
 CORPUS = Path(__file__).resolve().parent / "summaries" / "corpus"
 # The project's own sample session: hand-written, so reported apart from the corpus.
@@ -183,16 +187,57 @@ def table(results: list[Result]) -> str:
     return "\n".join(rows)
 
 
+def speed(tokens: int = 100_000, runs: int = 5) -> tuple[int, float, float]:
+    """The extractive summary of a generated span of about ``tokens`` tokens (4 characters
+    a token, as the daemon estimates): its size in characters and the best and median time
+    of ``runs`` runs, each in a fresh process state (the caches are cleared)."""
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "speed.jsonl"
+        generate(path, entries=2_000, seed=7)
+        case = session_span(path)
+    conversation = case[: tokens * 4]
+    cut = conversation.rfind("\n\n[")
+    prompt = history_prompt(conversation[:cut], None)
+    request = CompletionRequest(
+        system_prompt="", prompt=prompt, max_tokens=_MAX_TOKENS, purpose="history"
+    )
+    times: list[float] = []
+    for _ in range(runs):
+        clear_caches()
+        started = time.perf_counter()
+        extractive_summary(request)
+        times.append(time.perf_counter() - started)
+    times.sort()
+    return len(conversation[:cut]), times[0], times[len(times) // 2]
+
+
+def session_span(path: Path) -> str:
+    """The serialized conversation of a whole session file's messages, in file order."""
+    messages = []
+    for line in path.read_bytes().splitlines():
+        try:
+            entry = decode_entry(line)
+        except NotAnEntry:
+            continue
+        message = message_for_summary(entry)
+        if message is not None:
+            messages.append(message)
+    return serialize_conversation(convert_to_llm(messages))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--write", action="store_true", help="update bench/README.md")
     args = parser.parse_args()
-    results = [measure(case) for case in corpus_cases()]
-    body = table(results)
+    results = [measure(case) for case in [*session_cases(SAMPLE), *corpus_cases()]]
+    chars, best, median = speed()
+    body = (
+        table(results)
+        + f"\n\nSpeed: a generated span of {chars:,} characters (about {chars // 4:,} tokens)"
+        f" is summarized in {best * 1000:.0f} ms (median of 5: {median * 1000:.0f} ms)."
+    )
     print(body)
     if args.write:
-        from bench.readme import write_section
-
         write_section("summary-bench", "python -m bench.summary_bench --write", body)
 
 

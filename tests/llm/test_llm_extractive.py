@@ -341,7 +341,7 @@ def test_size_follows_the_conversation_and_never_passes_the_budget():
     prompt = prompt_of(*parts)
     text = summary(prompt)
     conversation = len(prompt)
-    assert 2000 < len(text) <= min(6500, 1200 + 0.012 * conversation)
+    assert 2000 < len(text) <= min(6500, 2000 + 0.012 * conversation)
     assert len(summary(prompt, max_tokens=500)) <= 2000
 
 

@@ -15,8 +15,9 @@ from sessiond.llm.extractive.checkpoint import MARKER
 from sessiond.llm.extractive.facts import extract
 from sessiond.llm.extractive.parse import parse_prompt
 from sessiond.llm.extractive.render import summarize
+from sessiond.llm.extractive.text import clear_caches
 
-__all__ = ["MARKER", "MODEL_LABEL", "ExtractiveSummarizer", "extractive_summary"]
+__all__ = ["MARKER", "MODEL_LABEL", "ExtractiveSummarizer", "clear_caches", "extractive_summary"]
 
 MODEL_LABEL = "extractive/rules"
 # Below this the sections themselves would not fit.
@@ -31,7 +32,11 @@ def extractive_summary(request: CompletionRequest) -> str:
     facts = extract(parsed)
     budget = max(_MIN_BUDGET_CHARS, request.max_tokens * 4)
     previous = parsed.previous_summary if request.purpose in ("update", "history") else None
-    return summarize(facts, previous, request.purpose, budget)
+    try:
+        return summarize(facts, previous, request.purpose, budget)
+    finally:
+        # The caches serve the renders of one summary; kept, they would hold its messages.
+        clear_caches()
 
 
 class ExtractiveSummarizer:

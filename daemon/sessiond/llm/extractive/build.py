@@ -23,6 +23,7 @@ from dataclasses import dataclass, fields, replace
 from sessiond.llm.extractive.checkpoint import Checkpoint
 from sessiond.llm.extractive.facts import Action, Facts, Turn
 from sessiond.llm.extractive.text import (
+    cached,
     clip,
     code_list,
     code_names,
@@ -47,9 +48,10 @@ _DECISION = re.compile(
 _BECAUSE = re.compile(r",?\s+\b(because|since|so that)\b\s+", re.IGNORECASE)
 # The assistant saying it finished something ("Fixed: ...", "All 12 tests pass").
 _REPORTED = re.compile(
-    r"^(?:\W*)(?:i(?:'ve| have)?\s+)?(fixed|done|added|implemented|created|updated|removed"
-    r"|refactored|renamed|moved|wrote|changed|replaced|ported|converted|extracted|deleted"
-    r"|merged|completed|finished|resolved|installed|configured|cleaned up|split)\b"
+    r"^(?:\W*)(?:(?:i|we)(?:'ve| have)?\s+(?:now\s+|also\s+)?)?(fixed|done|added|implemented"
+    r"|created|updated|removed|refactored|renamed|moved|wrote|changed|replaced|ported|converted"
+    r"|extracted|deleted|merged|completed|finished|resolved|installed|configured|cleaned up"
+    r"|split|cloned|read|ran|tested|verified|built|uploaded|pushed|committed|documented)\b"
     r"|\b(all|the) (\d+ )?tests? (now )?pass|\bnow (passes|works|returns|handles|uses)\b"
     r"|\b(is|are) now\b",
     re.IGNORECASE,
@@ -58,6 +60,19 @@ _PROPOSAL = re.compile(
     r"\b(next|remaining|still need|todo|to do|should i|shall i|would you like|want me to"
     r"|could also|you can now|left to)\b",
     re.IGNORECASE,
+)
+# The assistant saying what stops it, or what it is still doing.
+_SAYS_BLOCKED = re.compile(r"^(?:\W*)(blocked|blocker|blocking)\b\s*:?", re.IGNORECASE)
+_SAYS_IN_PROGRESS = re.compile(
+    r"^(?:\W*)(current work is|currently|in progress:|still working on|working on)\b",
+    re.IGNORECASE,
+)
+# Paths and code-like names written without backticks in the conversation's prose.
+_PROSE_NAME = re.compile(
+    r"(?<![\w/.@`-])(?:~|\.{1,2})?/?(?:[\w@.-]++/)+[\w@.-]*\w(?:\{[^}\s]*\})?"
+    r"|(?<![\w/.@`-])/[\w.-]*\w"
+    r"|\b[a-z][a-z0-9]*(?:-[a-z0-9]+){2,}\b"
+    r"|\b[a-z]+[A-Z]\w*\b|\b[a-z][a-z0-9]*_[a-z0-9_]+\b"
 )
 _CHECK = re.compile(
     r"\b(test|tests|pytest|jest|vitest|mocha|unittest|tsc|mypy|pyright|ruff|eslint|biome|lint"
@@ -76,10 +91,10 @@ class Limits:
     goal: int = 320
     item: int = 220
     pending: int = 1500
-    last_reply: int = 500
+    last_reply: int = 300
     later_requests: int = 3
     done: int = 40
-    reported: int = 2
+    reported: int = 3
     decisions: int = 6
     constraints: int = 6
     files: int = 60
@@ -103,6 +118,16 @@ class Limits:
 
 
 _LENGTH_FLOORS = {"goal": 160, "item": 100, "pending": 400, "last_reply": 160}
+
+
+# Longer "sentences" are lists, logs or code that lost their line breaks, not statements.
+_SENTENCE_LIMIT = 500
+
+
+@cached
+def _matches(pattern: re.Pattern[str], sentence: str) -> bool:
+    """Whether a statement-sized sentence has the cue (cached: every render asks again)."""
+    return len(sentence) <= _SENTENCE_LIMIT and pattern.search(sentence) is not None
 
 
 def short_command(command: str) -> str:
@@ -142,6 +167,9 @@ def build_checkpoint(
         f"- `{key}` failed: `{clip(error, limits.item)}`"
         for key, error in unresolved[-limits.errors :]
     ]
+    said_in_progress, said_blocked = _said_state(facts, limits)
+    cp.in_progress += said_in_progress
+    cp.blocked += said_blocked
     cp.decisions = _decisions(facts, limits)
     cp.next_steps = _next_steps(facts, limits, unresolved)
     cp.critical = _critical(facts, limits, resolved, cp, branch=branch)
@@ -165,7 +193,7 @@ def _constraints(facts: Facts, limits: Limits) -> list[str]:
         sentence
         for request in facts.requests
         for sentence in sentences(request)
-        if _CONSTRAINT.search(sentence) and len(sentence) > 12
+        if _matches(_CONSTRAINT, sentence) and len(sentence) > 12
     )
     return [f"- {clip(strip_filler(s), limits.item)}" for s in found[: limits.constraints]]
 
@@ -182,7 +210,7 @@ def _done(facts: Facts, limits: Limits) -> list[str]:
             items.append(f"- [x] `{command}` passed")
         reply = turn.final_reply
         if reply is not None:
-            said = [s for s in sentences(reply) if _REPORTED.search(s) and len(s) > 12]
+            said = [s for s in sentences(reply) if _matches(_REPORTED, s) and len(s) > 12]
             items += [f"- [x] {clip(s, limits.item)}" for s in said[: limits.reported]]
     return unique(items)
 
@@ -246,6 +274,21 @@ def _in_progress(facts: Facts, limits: Limits) -> list[str]:
     return [f"- [ ] The work the previous summary left in progress{detail}"]
 
 
+def _said_state(facts: Facts, limits: Limits) -> tuple[list[str], list[str]]:
+    """What the last reply says is still under way, and what it says stops the work."""
+    reply = facts.turns[-1].final_reply if facts.turns else None
+    if reply is None:
+        return [], []
+    in_progress: list[str] = []
+    blocked: list[str] = []
+    for sentence in sentences(reply):
+        if _SAYS_BLOCKED.match(sentence):
+            blocked.append(f"- {clip(sentence, limits.item)}")
+        elif _SAYS_IN_PROGRESS.match(sentence):
+            in_progress.append(f"- [ ] {clip(sentence, limits.item)}")
+    return in_progress, blocked
+
+
 def _errors(facts: Facts) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """(what failed, error) pairs: still open, and cleared by a later success on the same
     file or the same command (its program and first word; any command of a chain)."""
@@ -278,7 +321,7 @@ def _decisions(facts: Facts, limits: Limits) -> list[str]:
         sentence
         for reply in facts.replies
         for sentence in sentences(reply)
-        if _DECISION.search(sentence) and len(sentence) > 20
+        if _matches(_DECISION, sentence) and len(sentence) > 20
     )
     return [_decision_line(s, limits.item) for s in found[-limits.decisions :]]
 
@@ -304,7 +347,7 @@ def _next_steps(facts: Facts, limits: Limits, unresolved: list[tuple[str, str]])
         steps.append(f"Fix `{key}`: `{clip(error, limits.item // 2)}`")
     reply = last.final_reply if last is not None else None
     if reply is not None and pending is None:
-        proposals = [s for s in sentences(reply) if _PROPOSAL.search(s)]
+        proposals = [s for s in sentences(reply) if _matches(_PROPOSAL, s)]
         steps += [clip(s, limits.item) for s in proposals[-2:]]
     return steps or ["Wait for the user's next request."]
 
@@ -345,19 +388,31 @@ def _critical(
         items.append(f"- Requested focus: {clip(one_line(facts.focus), limits.item)}")
     reply = facts.last_reply
     if reply is not None and facts.pending_request is None:
-        items.append(f"- Last reply: {gist(reply, limits.last_reply, 3)}")
+        items.append(f"- Last reply: {gist(reply, limits.last_reply, 2)}")
     pending = facts.pending_request
     if pending is not None:
         items.append("- Open user request (verbatim):\n" + quote(pending, limits.pending))
     return items
 
 
+@cached
+def _prose_names(text: str) -> tuple[str, ...]:
+    """Paths and code-like names outside code spans and URLs (cached like ``sentences``)."""
+    prose = _URL.sub(" ", _CODE_SPAN.sub(" ", text))
+    return tuple(match.group(0).rstrip(".") for match in _PROSE_NAME.finditer(prose))
+
+
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+")
+_CODE_SPAN = re.compile(r"`[^`\n]*`")
+
+
 def _names(facts: Facts, exclude: set[str]) -> list[str]:
-    """Backticked names from what the user and the assistant wrote, most used first."""
+    """Names from what the user and the assistant wrote, most used first: backticked ones,
+    and paths and code-like names (``snake_case``, ``camelCase``, ``kebab-case-name``)."""
     counts: Counter[str] = Counter()
     order: dict[str, int] = {}
     for text in [*facts.requests, *facts.replies]:
-        for name in code_names(text):
+        for name in [*code_names(text), *_prose_names(text)]:
             if len(name) > 80 or name in exclude:
                 continue
             counts[name] += 1

@@ -250,12 +250,12 @@ def first_error_line(text: str) -> str | None:
     fallback: str | None = None
     for line in text.splitlines():
         stripped = line.strip()
-        if sum(char.isalnum() for char in stripped) < len(stripped) * 0.4:
-            continue  # a rule of "=====" around a word is a heading, not the error
         if not stripped or _NO_ERROR.search(stripped) or not _ERROR_LINE.search(stripped):
             if stripped and _EXIT_LINE.search(stripped) and fallback is None:
                 fallback = stripped
             continue
+        if sum(char.isalnum() for char in stripped) < len(stripped) * 0.4:
+            continue  # a rule of "=====" around a word is a heading, not the error
         if _EXIT_LINE.search(stripped):
             fallback = fallback or stripped
             continue

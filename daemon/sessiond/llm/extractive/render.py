@@ -21,7 +21,7 @@ _NONE = "- (none)"
 _TRUNCATED = "\n[... extractive summary cut to fit the size limit]"
 _FACTORS = (1.0, 0.75, 0.55, 0.4, 0.3, 0.2, 0.12, 0.06, 0.03)
 # Target size: a base plus a small share of the conversation, up to a ceiling.
-_TARGET_BASE = 1200
+_TARGET_BASE = 2000
 _TARGET_SHARE = 0.012
 _TARGET_CEILING = 6500
 
@@ -32,8 +32,8 @@ def size_target(facts: Facts, previous: str | None, budget: int) -> int:
         # The open request is quoted word for word, as the prompt asks; it comes on top.
         target += min(len(facts.pending_request), Limits().pending)
     if previous:
-        # An update may keep what the previous summary said, but not grow by appending.
-        target = max(target, min(_TARGET_CEILING, int(len(previous) * 1.15)))
+        # An update may be as long as the summary it updates, but does not grow by appending.
+        target = max(target, min(_TARGET_CEILING, len(previous)))
     return min(target, budget)
 
 

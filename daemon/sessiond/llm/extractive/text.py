@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+from typing import TypeVar
 
 # A sentence ends at . ! or ? before a space (people type lowercase after it too), but
 # not after the usual abbreviations.
 _SENTENCE_END = re.compile(
-    r"(?<![ (]e\.g\.)(?<![ (]i\.e\.)(?<! etc\.)(?<! vs\.)(?<=[.!?])\s+|\n+", re.IGNORECASE
+    r"(?<=[.!?])(?<![ (]e\.g\.)(?<![ (]i\.e\.)(?<! etc\.)(?<! vs\.)\s+|\n+", re.IGNORECASE
 )
 _CODE_SPAN = re.compile(r"`([^`\n]{1,120})`")
 _FENCE = re.compile(r"^[ \t]*(```|~~~).*?(?:^[ \t]*\1|\Z)", re.DOTALL | re.MULTILINE)
@@ -22,14 +24,32 @@ _FILLER = re.compile(
 )
 
 
+_F = TypeVar("_F", bound=Callable[..., object])
+_CACHES: list[Callable[..., object]] = []
+
+
+def cached(function: _F) -> _F:
+    """``lru_cache``, registered so that ``clear_caches`` can empty it (benchmarks)."""
+    wrapped = lru_cache(maxsize=4096)(function)
+    _CACHES.append(wrapped)
+    return wrapped  # type: ignore[return-value]
+
+
+def clear_caches() -> None:
+    for function in _CACHES:
+        function.cache_clear()  # type: ignore[attr-defined]
+
+
 def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def sentences(text: str) -> list[str]:
-    """Sentences of prose; code blocks are left out because they are not sentences."""
+@cached
+def sentences(text: str) -> tuple[str, ...]:
+    """Sentences of prose; code blocks are left out because they are not sentences.
+    (Cached: the summary is rendered again at smaller sizes from the same messages.)"""
     prose = _FENCE.sub("\n", text)
-    return [one_line(s) for s in _SENTENCE_END.split(prose) if s.strip()]
+    return tuple(one_line(s) for s in _SENTENCE_END.split(prose) if s.strip())
 
 
 def clip(text: str, limit: int) -> str:
@@ -61,10 +81,11 @@ def gist(text: str, limit: int, count: int = 2) -> str:
     return clip(" ".join(parts[:count]), limit) if parts else ""
 
 
-def code_names(text: str) -> list[str]:
+@cached
+def code_names(text: str) -> tuple[str, ...]:
     """The names written in backticks, in order, each once."""
     prose = _BACKTICK_RUN.sub(" ", _FENCE.sub("\n", text))
-    return unique(name.strip() for name in _CODE_SPAN.findall(prose) if name.strip())
+    return tuple(unique(name.strip() for name in _CODE_SPAN.findall(prose) if name.strip()))
 
 
 def unique(items: Iterable[str]) -> list[str]:
