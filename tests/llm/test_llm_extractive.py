@@ -10,6 +10,7 @@ from sessiond.llm import CompletionRequest, ExtractiveSummarizer, Purpose, extra
 from sessiond.llm.extractive import MARKER
 from sessiond.llm.extractive.facts import result_error
 from sessiond.llm.extractive.parse import parse_prompt, parse_tool_calls
+from sessiond.llm.extractive.text import sentences
 
 PENDING = (
     "Great. Now add a unit test for the empty-password case in src/auth/login.test.ts.\n\n"
@@ -459,3 +460,34 @@ async def test_the_summarizer_object_marks_its_completion():
     assert result.extractive is True
     assert result.model == "extractive/rules"
     assert result.text.startswith(MARKER)
+
+
+def test_names_in_prose_and_what_the_last_reply_says_is_open():
+    text = summary(
+        prompt_of(
+            "[User]: Port the scorer and keep row-level logs in experiments/ledger.jsonl.",
+            "[Assistant]: I read /workspace/pi/compaction.ts and found that "
+            "findCutPoint never cuts at a tool result. I created score_compaction.py.\n"
+            "- Current work is calibrating the scorer.\n- Blocked: no adapter trained yet.",
+        )
+    )
+    progress = section(text, "Progress")
+    assert "- [x] I read /workspace/pi/compaction.ts and found that" in progress
+    assert "- [x] I created score_compaction.py." in progress
+    assert "- [ ] Current work is calibrating the scorer." in progress
+    assert "### Blocked\n- Blocked: no adapter trained yet." in progress
+    names = next(
+        line for line in section(text, "Critical Context").splitlines() if "Names used" in line
+    )
+    for name in ("`/workspace/pi/compaction.ts`", "`findCutPoint`", "`experiments/ledger.jsonl`"):
+        assert name in names
+    assert "`Port`" not in names  # a capitalized word is not a name
+
+
+def test_sentences_leave_list_markers_and_abbreviations_alone():
+    assert sentences("Done:\n- Added a test. then more.\n2. Second item, e.g. this.") == (
+        "Done:",
+        "Added a test.",
+        "then more.",
+        "Second item, e.g. this.",
+    )

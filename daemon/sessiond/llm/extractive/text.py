@@ -8,12 +8,16 @@ from functools import lru_cache
 from typing import TypeVar
 
 # A sentence ends at . ! or ? before a space (people type lowercase after it too), but
-# not after the usual abbreviations.
+# not after the usual abbreviations or a list item's number.
 _SENTENCE_END = re.compile(
-    r"(?<=[.!?])(?<![ (]e\.g\.)(?<![ (]i\.e\.)(?<! etc\.)(?<! vs\.)\s+|\n+", re.IGNORECASE
+    r"(?<=[.!?])(?<![ (]e\.g\.)(?<![ (]i\.e\.)(?<! etc\.)(?<! vs\.)(?<!\b\d\.)(?<!\b\d\d\.)\s+"
+    r"|\n+",
+    re.IGNORECASE,
 )
 _CODE_SPAN = re.compile(r"`([^`\n]{1,120})`")
 _FENCE = re.compile(r"^[ \t]*(```|~~~).*?(?:^[ \t]*\1|\Z)", re.DOTALL | re.MULTILINE)
+# A list item's marker, left over when a line is read as a sentence.
+_BULLET = re.compile(r"^(?:[-*+\u2022]|\d{1,2}[.)])\s+")
 # Runs of two or more backticks are fences or quoted fences, not code spans.
 _BACKTICK_RUN = re.compile(r"``+")
 # Words a request opens with that carry no task ("ok, so ...").
@@ -49,7 +53,8 @@ def sentences(text: str) -> tuple[str, ...]:
     """Sentences of prose; code blocks are left out because they are not sentences.
     (Cached: the summary is rendered again at smaller sizes from the same messages.)"""
     prose = _FENCE.sub("\n", text)
-    return tuple(one_line(s) for s in _SENTENCE_END.split(prose) if s.strip())
+    parts = (_BULLET.sub("", one_line(s)) for s in _SENTENCE_END.split(prose))
+    return tuple(part for part in parts if part)
 
 
 def clip(text: str, limit: int) -> str:
