@@ -491,3 +491,25 @@ def test_sentences_leave_list_markers_and_abbreviations_alone():
         "then more.",
         "Second item, e.g. this.",
     )
+
+
+def test_a_file_changed_again_is_listed_again_only_for_what_is_new():
+    text = summary(
+        prompt_of(
+            "[User]: Add parsing to src/p.py.",
+            '[Assistant tool calls]: write(path="src/p.py", content="def parse(text):\\n")',
+            "[Tool result]: Successfully wrote 18 bytes to src/p.py",
+            "[Assistant]: Wrote it.",
+            "[User]: Also make it strict.",
+            '[Assistant tool calls]: edit(path="src/p.py", oldText="x", newText="y = 1")',
+            "[Tool result]: Successfully replaced text in src/p.py.",
+            '[Assistant tool calls]: edit(path="src/p.py", oldText="y", '
+            'newText="class StrictError(ValueError):")',
+            "[Tool result]: Successfully replaced text in src/p.py.",
+            "[Assistant]: Done.",
+        )
+    )
+    done = section(text, "Progress").split("### In Progress")[0]
+    assert "- [x] Wrote `src/p.py` (`parse`)" in done
+    assert "- [x] Edited `src/p.py` (`StrictError`)" in done
+    assert done.count("`src/p.py`") == 2

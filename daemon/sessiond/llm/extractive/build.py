@@ -200,10 +200,10 @@ def _constraints(facts: Facts, limits: Limits) -> list[str]:
 
 def _done(facts: Facts, limits: Limits) -> list[str]:
     items: list[str] = []
-    reported_files: set[str] = set()
+    shown: dict[str, set[str]] = {}
     passed = _passed_checks(facts)
     for turn in facts.turns:
-        items += _changed_files(turn, reported_files, limits.defined)
+        items += _changed_files(turn, shown, limits.defined)
         for command in unique(
             short_command(a.command) for a in turn.actions if a.command and id(a) in passed
         ):
@@ -215,34 +215,32 @@ def _done(facts: Facts, limits: Limits) -> list[str]:
     return unique(items)
 
 
-def _changed_files(turn: Turn, reported: set[str], limit: int) -> list[str]:
-    """One line for the files this turn changed first, each with the names it defined."""
+def _changed_files(turn: Turn, shown: dict[str, set[str]], limit: int) -> list[str]:
+    """Lines for the files this turn changed: each file once, and again later only with
+    the functions and types a later change defined (``shown`` remembers what was listed)."""
     tools: dict[str, set[str]] = {}
     defined: dict[str, list[str]] = {}
     for action in turn.actions:
         if action.writes and action.path and action.succeeded:
             tools.setdefault(action.path, set()).add(action.tool.lower())
             defined[action.path] = unique([*defined.get(action.path, []), *action.defines])
-    new = [path for path in tools if path not in reported]
-    reported.update(new)
-    lines: list[str] = []
-    for verb, tool in (("Wrote", "write"), ("Edited", "edit"), ("Changed", None)):
-        paths = [
-            path
-            for path in new
-            if (
-                tools[path] == {tool}
-                if tool
-                else len(tools[path]) > 1 or not tools[path] & {"write", "edit"}
-            )
-        ]
-        if paths:
-            shown = [
-                f"`{path}`" + (f" ({code_list(defined[path], limit)})" if defined[path] else "")
-                for path in paths
-            ]
-            lines.append(f"- [x] {verb} " + ", ".join(shown))
-    return lines
+    by_verb: dict[str, list[str]] = {}
+    for path, used in tools.items():
+        new_names = [name for name in defined[path] if name not in shown.get(path, set())]
+        if path in shown and not new_names:
+            continue
+        shown.setdefault(path, set()).update(new_names)
+        names = f" ({code_list(new_names, limit)})" if new_names else ""
+        by_verb.setdefault(_verb(used), []).append(f"`{path}`{names}")
+    return [f"- [x] {verb} " + ", ".join(files) for verb, files in by_verb.items()]
+
+
+def _verb(tools: set[str]) -> str:
+    if tools == {"write"}:
+        return "Wrote"
+    if tools == {"edit"}:
+        return "Edited"
+    return "Changed"
 
 
 def _passed_checks(facts: Facts) -> set[int]:
