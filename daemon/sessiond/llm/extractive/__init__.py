@@ -1,9 +1,15 @@
 """The offline extractive summarizer: no model, no network, same prompt in, sections out.
 
 It reads the conversation out of the very prompt a model would get and fills
-the sections that prompt asks for (chosen by ``purpose``) by fixed rules. The
-output is deterministic, bounded by the request's ``max_tokens`` (about four
-characters a token), and says on its first line that no model wrote it.
+the sections that prompt asks for (chosen by ``purpose``) by fixed rules
+(``build``; protocol/behaviour.md#offline-summary). The output is deterministic,
+about as long as a model's summary of the same span, never longer than the
+request's ``max_tokens`` (about four characters a token), and says on its first
+line that no model wrote it.
+
+Modules: ``parse`` reads the prompt, ``facts`` pairs tool calls with results,
+``build`` applies the rules, ``checkpoint`` reads and merges sections, ``render``
+fits the text to its size, ``text`` has the sentence and clipping helpers.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 Next Steps, Critical Context) as lists of lines, read from and written to text.
 
 A previous summary, whether a model or these rules wrote it, is read back into
-the same sections so that an update keeps everything it said and adds the new.
+the same sections so that an update can merge the new work into it.
 """
 
 from __future__ import annotations
