@@ -99,9 +99,7 @@ def test_history_checkpoint_has_every_section_filled_by_rules():
         blocked
     )
     decisions = section(text, "Key Decisions")
-    assert "- **I decided to guard in login() rather than in validate()**: because validate" in (
-        decisions
-    )
+    assert "- **Guard in login() rather than in validate()**: because validate" in (decisions)
     steps = section(text, "Next Steps")
     assert steps.startswith(
         '1. Answer the open user request: "Add a unit test for the empty-password case'
@@ -271,7 +269,7 @@ def test_update_merges_instead_of_appending():
     assert "- [x] Edited `src/http.py` (`Cache`)" in done  # kept
     assert "- [x] Added `Cache` with a TTL." in done  # added
     assert "### In Progress\n- (none)" in progress
-    assert "- **We'll use an LRU instead of a plain dict**: because memory" in section(
+    assert "- **Use an LRU instead of a plain dict**: because memory" in section(
         text, "Key Decisions"
     )
     steps = section(text, "Next Steps")
@@ -472,8 +470,9 @@ def test_names_in_prose_and_what_the_last_reply_says_is_open():
         )
     )
     progress = section(text, "Progress")
-    assert "- [x] I read /workspace/pi/compaction.ts and found that" in progress
-    assert "- [x] I created score_compaction.py." in progress
+    # Reports in the assistant's voice become checkpoint lines.
+    assert "- [x] Read /workspace/pi/compaction.ts and found that" in progress
+    assert "- [x] Created score_compaction.py." in progress
     assert "- [ ] Current work is calibrating the scorer." in progress
     assert "### Blocked\n- Blocked: no adapter trained yet." in progress
     names = next(

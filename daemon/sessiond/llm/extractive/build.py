@@ -28,6 +28,7 @@ from sessiond.llm.extractive.text import (
     code_list,
     code_names,
     gist,
+    impersonal,
     one_line,
     quote,
     sentences,
@@ -211,7 +212,7 @@ def _done(facts: Facts, limits: Limits) -> list[str]:
         reply = turn.final_reply
         if reply is not None:
             said = [s for s in sentences(reply) if _matches(_REPORTED, s) and len(s) > 12]
-            items += [f"- [x] {clip(s, limits.item)}" for s in said[: limits.reported]]
+            items += [f"- [x] {clip(impersonal(s), limits.item)}" for s in said[: limits.reported]]
     return unique(items)
 
 
@@ -321,7 +322,7 @@ def _decisions(facts: Facts, limits: Limits) -> list[str]:
         for sentence in sentences(reply)
         if _matches(_DECISION, sentence) and len(sentence) > 20
     )
-    return [_decision_line(s, limits.item) for s in found[-limits.decisions :]]
+    return [_decision_line(impersonal(s), limits.item) for s in found[-limits.decisions :]]
 
 
 def _decision_line(sentence: str, limit: int) -> str:

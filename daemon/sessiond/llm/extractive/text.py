@@ -80,6 +80,22 @@ def strip_filler(text: str) -> str:
     return stripped if stripped == original else stripped[:1].upper() + stripped[1:]
 
 
+_FIRST_PERSON = re.compile(
+    r"^(?:(?:i|we)(?:'ve| have|'ll| will)?\s+"
+    r"(?:decided\s+to\s+|chose\s+to\s+|opted\s+to\s+)?)",
+    re.IGNORECASE,
+)
+
+
+def impersonal(sentence: str) -> str:
+    """A report in the assistant's voice as a checkpoint line: "I created X" -> "Created X"."""
+    stripped = _FIRST_PERSON.sub("", sentence, count=1)
+    # "We now handle x" would read as an instruction without its subject.
+    if stripped == sentence or not stripped or stripped.lower().startswith(("now ", "also ")):
+        return sentence
+    return stripped[:1].upper() + stripped[1:]
+
+
 def gist(text: str, limit: int, count: int = 2) -> str:
     """The first ``count`` sentences of a message, without opening filler, clipped."""
     parts = sentences(strip_filler(text))
