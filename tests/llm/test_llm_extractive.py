@@ -10,7 +10,7 @@ from sessiond.llm import CompletionRequest, ExtractiveSummarizer, Purpose, extra
 from sessiond.llm.extractive import MARKER
 from sessiond.llm.extractive.facts import result_error
 from sessiond.llm.extractive.parse import parse_prompt, parse_tool_calls
-from sessiond.llm.extractive.text import sentences
+from sessiond.llm.extractive.text import impersonal, sentences
 
 PENDING = (
     "Great. Now add a unit test for the empty-password case in src/auth/login.test.ts.\n\n"
@@ -512,3 +512,11 @@ def test_a_file_changed_again_is_listed_again_only_for_what_is_new():
     assert "- [x] Wrote `src/p.py` (`parse`)" in done
     assert "- [x] Edited `src/p.py` (`StrictError`)" in done
     assert done.count("`src/p.py`") == 2
+
+
+def test_the_assistants_voice_is_dropped_only_where_the_line_still_reads():
+    assert impersonal("I created score.py.") == "Created score.py."
+    assert impersonal("We'll use an LRU cache.") == "Use an LRU cache."
+    assert impersonal("I decided to guard in login().") == "Guard in login()."
+    assert impersonal("We now handle empty input.") == "We now handle empty input."
+    assert impersonal("Idle workers are reused.") == "Idle workers are reused."
