@@ -8,7 +8,9 @@ import pytest
 
 from sessiond.llm import CompletionRequest, ExtractiveSummarizer, Purpose, extractive_summary
 from sessiond.llm.extractive import MARKER
+from sessiond.llm.extractive.facts import result_error
 from sessiond.llm.extractive.parse import parse_prompt, parse_tool_calls
+from sessiond.llm.extractive.text import impersonal, sentences
 
 PENDING = (
     "Great. Now add a unit test for the empty-password case in src/auth/login.test.ts.\n\n"
@@ -74,22 +76,40 @@ def test_history_checkpoint_has_every_section_filled_by_rules():
         "Critical Context",
     ):
         section(text, title)
-    assert section(text, "Goal").startswith("The login form crashes when the password is empty.")
-    assert "don't change the public API" in section(text, "Constraints & Preferences")
+    # The goal is the first request's first two sentences, not the whole message.
+    goal = section(text, "Goal").strip()
+    assert goal == (
+        "The login form crashes when the password is empty. Fix it in src/auth/login.ts."
+    )
+    assert "- Don't change the public API, and always run the tests with `npm test`." in section(
+        text, "Constraints & Preferences"
+    )
     progress = section(text, "Progress")
     assert "### Done" in progress and "### In Progress" in progress and "### Blocked" in progress
-    assert "- [x] Modified `src/auth/login.ts`" in progress
-    assert "- [x] Modified `src/auth/validate.ts`" in progress
-    assert "- [x] Ran `npm test -- --run auth`" in progress
-    assert "TypeError: Cannot read properties of undefined (reading 'length')" in progress
-    assert "rather than in validate()" in section(text, "Key Decisions")
-    assert section(text, "Next Steps").startswith("1. Answer the pending user request")
+    done = progress.split("### In Progress")[0]
+    assert "- [x] Edited `src/auth/login.ts`" in done
+    assert "- [x] Wrote `src/auth/validate.ts`" in done
+    # What the assistant reported finished, in its words.
+    assert "- [x] Fixed: login() now returns false for an empty password." in done
+    # A request is never listed as done, and the failed test run did not pass.
+    assert "User request" not in text and "unit test" not in done
+    assert "npm test -- --run auth` passed" not in done
+    blocked = progress.split("### Blocked")[1]
+    assert "`npm test -- --run auth` failed: `TypeError: Cannot read properties of undefined" in (
+        blocked
+    )
+    decisions = section(text, "Key Decisions")
+    assert "- **Guard in login() rather than in validate()**: because validate" in (decisions)
+    steps = section(text, "Next Steps")
+    assert steps.startswith(
+        '1. Answer the open user request: "Add a unit test for the empty-password case'
+    )
     critical = section(text, "Critical Context")
     assert "Files modified: `src/auth/login.ts`, `src/auth/validate.ts`" in critical
     # Read and then modified counts as modified only (pi's computeFileLists).
     assert "Files read: `src/auth/session.ts`" in critical
+    assert "`it.each`" in critical
     assert "Requested focus: security" in critical
-    assert "All 12 tests pass." in critical
     # The unanswered last request, verbatim, paragraph break included.
     assert "  > Great. Now add a unit test" in critical
     assert "  >\n  > Use vitest's `it.each` so we can add more cases later." in critical
@@ -101,45 +121,191 @@ def test_deterministic():
     assert summary(HISTORY_PROMPT) == summary(HISTORY_PROMPT)
 
 
-def test_update_keeps_the_previous_summary_and_adds_the_new():
-    first = summary(HISTORY_PROMPT)
-    new_part = "\n\n".join(
-        [
-            '[Assistant tool calls]: write(path="src/auth/login.test.ts", content="it.each")',
-            "[Tool result]: Wrote 20 lines",
-            "[Assistant]: Added the test. We'll use vitest fixtures instead of mocks.",
-            "[User]: Thanks! What does `validate` return for whitespace-only passwords?",
-        ]
+def prompt_of(*parts: str, previous: str | None = None) -> str:
+    text = "<conversation>\n" + "\n\n".join(parts) + "\n</conversation>\n\n"
+    if previous is not None:
+        text += f"<previous-summary>\n{previous}\n</previous-summary>\n\n"
+    return text + "Summarize."
+
+
+def test_goal_is_the_users_task_without_filler_or_the_rest_of_the_message():
+    text = summary(
+        prompt_of(
+            "[User]: /mode",
+            "[User]: alright, so read src/cli.py in full. the --verbose flag is ignored when a "
+            "config file is given. I want you to fix that. also the help text has typos, and "
+            "the README is out of date, and a dozen other small things.",
+        )
     )
-    prompt = (
-        f"<conversation>\n{new_part}\n</conversation>\n\n"
-        f"<previous-summary>\n{first}\n\n<read-files>\nsrc/auth/session.ts\n</read-files>\n"
-        "</previous-summary>\n\n"
-        "<additional-context>\n- Ticket AUTH-12\n</additional-context>\n\n"
-        "Update the summary."
+    goal = section(text, "Goal").strip()
+    assert goal == (
+        "Read src/cli.py in full. the --verbose flag is ignored when a config file is given."
     )
-    text = summary(prompt, "update")
-    assert text.count(MARKER) == 1
-    assert text.count("## Goal") == 1
-    assert section(text, "Goal").startswith("The login form crashes")  # kept
-    progress = section(text, "Progress")
-    assert "- [x] Modified `src/auth/login.ts`" in progress  # kept
-    assert "- [x] Modified `src/auth/login.test.ts`" in progress  # added
-    # The request that was pending has been worked on since: it moved to Done.
-    assert '- [x] User request: "Great. Now add a unit test' in progress
-    assert "whitespace-only passwords" in progress.split("### In Progress")[1]
-    decisions = section(text, "Key Decisions")
-    assert "rather than in validate()" in decisions and "vitest fixtures" in decisions
+
+
+def test_later_requests_are_listed_under_the_goal_not_as_done():
+    text = summary(
+        prompt_of(
+            "[User]: Port the parser to Rust.",
+            "[Assistant]: Ported the parser to `src/parser.rs`.",
+            "[User]: Now add a --json flag to the CLI please.",
+            "[Assistant]: Added the `--json` flag.",
+        )
+    )
+    goal = section(text, "Goal")
+    assert goal.startswith("Port the parser to Rust.")
+    assert "- Then: Add a --json flag to the CLI please." in goal
+    done = section(text, "Progress").split("### In Progress")[0]
+    assert "- [x] Ported the parser to `src/parser.rs`." in done
+    assert "- [x] Added the `--json` flag." in done
+    assert "--json flag to the CLI" not in done
+
+
+def test_a_failed_edit_is_blocked_not_done_until_a_later_edit_succeeds():
+    failing = prompt_of(
+        "[User]: Rename fetchUser to loadUser in src/api.ts.",
+        '[Assistant tool calls]: edit(path="src/api.ts", oldText="fetchUser(", '
+        'newText="loadUser(")',
+        "[Tool result]: Could not find the exact text in src/api.ts. The old text must match "
+        "exactly including all whitespace and newlines.",
+    )
+    text = summary(failing)
+    done = section(text, "Progress").split("### In Progress")[0]
+    assert "src/api.ts" not in done
+    blocked = section(text, "Progress").split("### Blocked")[1]
+    assert "`src/api.ts` failed: `Could not find the exact text in src/api.ts." in blocked
+    # The turn ended while tools were running: the request is in progress.
+    in_progress = section(text, "Progress").split("### In Progress")[1].split("### Blocked")[0]
+    assert "- [ ] Rename fetchUser to loadUser in src/api.ts. (last step: `edit` `src/api.ts`)" in (
+        in_progress
+    )
+    assert "Finish: Rename fetchUser to loadUser" in section(text, "Next Steps")
+    assert "Files modified" not in section(text, "Critical Context")
+
+    fixed = summary(
+        failing.replace(
+            "\n</conversation>",
+            '\n\n[Assistant tool calls]: edit(path="src/api.ts", oldText="fetchUser (", '
+            'newText="export function loadUser (")\n\n'
+            "[Tool result]: Successfully replaced text in src/api.ts.\n\n"
+            "[Assistant]: Renamed it.\n</conversation>",
+        )
+    )
+    progress = section(fixed, "Progress")
+    assert "- [x] Edited `src/api.ts` (`loadUser`)" in progress
+    assert "### Blocked\n- (none)" in progress
+    assert "### In Progress\n- (none)" in progress
+    assert "- Resolved: `src/api.ts` failed with `Could not find the exact text" in section(
+        fixed, "Critical Context"
+    )
+
+
+def test_commands_pass_or_fail_by_their_output():
+    text = summary(
+        prompt_of(
+            "[User]: Make the test suite green.",
+            '[Assistant tool calls]: bash(command="cd /repo && python -m pytest -q")',
+            "[Tool result]: F.\nE   AssertionError: 3 != 4\n1 failed, 1 passed in 0.1s\n\n"
+            "Command exited with code 1",
+            '[Assistant tool calls]: edit(path="calc.py", oldText="a", newText="def add(a, b):")',
+            "[Tool result]: Successfully replaced text in calc.py.",
+            '[Assistant tool calls]: bash(command="python -m pytest -q")',
+            "[Tool result]: ..\n2 passed, 0 failed in 0.1s",
+            '[Assistant tool calls]: bash(command="git diff --stat")',
+            "[Tool result]: calc.py | 2 +-",
+            "[Assistant]: The suite is green now. Should I also add a test for `add` with floats?",
+        )
+    )
+    done = section(text, "Progress").split("### In Progress")[0]
+    assert "- [x] `python -m pytest -q` passed" in done
+    assert "- [x] Edited `calc.py` (`add`)" in done
+    assert "### Blocked\n- (none)" in section(text, "Progress")
     critical = section(text, "Critical Context")
     assert (
-        "Files modified: `src/auth/login.ts`, `src/auth/validate.ts`, `src/auth/login.test.ts`"
-        in critical
+        "- Resolved: `python -m pytest -q` failed with `E AssertionError: 3 != 4`, "
+        "then succeeded" in critical
     )
-    assert "Ticket AUTH-12" in critical
-    # The old "last message" and "pending request" quotes are stale and gone.
-    assert critical.count("Last assistant message:") == 1
-    assert "All 12 tests pass" not in critical
+    assert "Commands run: `git diff --stat`" in critical
+    # The assistant's own proposal is the next step.
+    assert "1. Should I also add a test for `add` with floats?" in section(text, "Next Steps")
+
+
+def test_result_errors_are_read_from_the_tool_output():
+    assert result_error("Command exited with code 2", command=True) is not None
+    assert result_error("12 passed, 0 failed", command=True) is None
+    assert result_error("FAIL src/a.test.ts\nTests: 1 failed", command=True) is not None
+    # A read whose content mentions errors did not fail.
+    assert result_error("def parse():\n    raise ValueError('error')", command=False) is None
+    assert result_error("Error: ENOENT: no such file", command=False) == (
+        "Error: ENOENT: no such file"
+    )
+
+
+def test_update_merges_instead_of_appending():
+    first = summary(
+        prompt_of(
+            "[User]: Add caching to the HTTP client in src/http.py.",
+            '[Assistant tool calls]: edit(path="src/http.py", oldText="a", newText="class Cache:")',
+            "[Tool result]: Successfully replaced text in src/http.py.",
+            '[Assistant tool calls]: bash(command="pytest tests/test_http.py")',
+        )
+    )
+    progress = section(first, "Progress")
+    assert "- [ ] Add caching to the HTTP client in src/http.py." in progress
+    new_part = prompt_of(
+        "[Tool result]: 5 passed",
+        "[Assistant]: Added `Cache` with a TTL. We'll use an LRU instead of a plain dict "
+        "because memory must stay bounded.",
+        "[User]: Thanks! What does `Cache.get` return on a miss?",
+        previous=first + "\n\n<read-files>\nsrc/util.py\n</read-files>",
+    )
+    text = summary(new_part, "update")
+    assert text.count(MARKER) == 1 and text.count("## Goal") == 1
+    assert section(text, "Goal").startswith("Add caching to the HTTP client")  # kept
+    progress = section(text, "Progress")
+    done = progress.split("### In Progress")[0]
+    # The interrupted work was finished in the new part: it moved to Done.
+    assert "- [x] Add caching to the HTTP client in src/http.py." in done
+    assert "- [x] Edited `src/http.py` (`Cache`)" in done  # kept
+    assert "- [x] Added `Cache` with a TTL." in done  # added
+    assert "### In Progress\n- (none)" in progress
+    assert "- **Use an LRU instead of a plain dict**: because memory" in section(
+        text, "Key Decisions"
+    )
+    steps = section(text, "Next Steps")
+    assert "Finish:" not in steps  # stale
+    assert steps.startswith(
+        '1. Answer the open user request: "What does `Cache.get` return on a miss?"'
+    )
+    critical = section(text, "Critical Context")
+    assert critical.count("Files modified:") == 1
+    assert "What does `Cache.get` return on a miss?" in critical
     assert "<read-files>" not in text
+
+
+def test_repeated_updates_stay_about_one_summary_long():
+    text: str | None = None
+    lengths = []
+    for round_ in range(12):
+        parts = []
+        for i in range(6):
+            n = round_ * 6 + i
+            parts += [
+                f"[User]: Please refactor module_{n}.py so that `run_{n}` is pure.",
+                f'[Assistant tool calls]: edit(path="src/module_{n}.py", oldText="x", '
+                f'newText="def run_{n}(value):")',
+                f"[Tool result]: Successfully replaced text in src/module_{n}.py.",
+                f"[Assistant]: Refactored `run_{n}` in `src/module_{n}.py`; it is now pure.",
+            ]
+        prompt = prompt_of(*parts, previous=text)
+        text = summary(prompt, "update" if text else "history")
+        lengths.append(len(text))
+    assert text is not None
+    assert max(lengths) <= 6500
+    assert lengths[-1] < 1.3 * lengths[3]
+    # The newest work is there in full; the oldest is folded into the names it touched.
+    assert "`run_71`" in text and "`src/module_71.py`" in text
+    assert "Earlier steps touched" in text
 
 
 def test_update_with_a_model_written_previous_summary():
@@ -148,17 +314,34 @@ def test_update_with_a_model_written_previous_summary():
         "### In Progress\n- [ ] Config loading\n\n## Next Steps\n1. Finish config loading\n\n"
         "## Additional Notes\nUses edition 2021."
     )
-    prompt = (
-        "<conversation>\n[User]: also add --verbose\n</conversation>\n\n"
-        f"<previous-summary>\n{previous}\n</previous-summary>\n\nUpdate."
-    )
-    text = summary(prompt, "update")
+    text = summary(prompt_of("[User]: also add --verbose", previous=previous), "update")
     assert section(text, "Goal").strip() == "Port the CLI to Rust."
     progress = section(text, "Progress")
     assert "- [x] Parsed args with clap" in progress
     assert "- [ ] Config loading" in progress  # no assistant since: still in progress
-    assert '- [ ] User request: "also add --verbose"' in progress
+    assert "User request" not in progress
+    assert section(text, "Next Steps").startswith(
+        '1. Answer the open user request: "also add --verbose"'
+    )
     assert "Uses edition 2021." in section(text, "Critical Context")
+
+
+def test_size_follows_the_conversation_and_never_passes_the_budget():
+    parts = []
+    for i in range(300):
+        parts += [
+            f"[User]: Step {i}: update `handler_{i}` in src/h{i}.py to log its input.",
+            f'[Assistant tool calls]: read(path="src/h{i}.py"); '
+            f'edit(path="src/h{i}.py", oldText="a", newText="def handler_{i}(event):")',
+            "[Tool result]: def handler(event): ...",
+            f"[Tool result]: Successfully replaced text in src/h{i}.py.",
+            f"[Assistant]: Updated `handler_{i}` so that it logs the event. " + "Detail. " * 40,
+        ]
+    prompt = prompt_of(*parts)
+    text = summary(prompt)
+    conversation = len(prompt)
+    assert 2000 < len(text) <= min(6500, 2000 + 0.012 * conversation)
+    assert len(summary(prompt, max_tokens=500)) <= 2000
 
 
 def test_turn_prefix_sections():
@@ -166,10 +349,11 @@ def test_turn_prefix_sections():
     assert text.splitlines()[0] == MARKER
     assert section(text, "Original Request").startswith("> The login form crashes")
     early = section(text, "Early Progress")
-    assert "- [x] Modified `src/auth/login.ts`" in early
+    assert "- [x] Edited `src/auth/login.ts`" in early
     assert "- [x] Read `src/auth/session.ts`" in early
+    assert "`npm test -- --run auth` failed: `TypeError" in early
     context = section(text, "Context for Suffix")
-    assert "Last assistant message:" in context
+    assert "- Last reply: Fixed: login() now returns false for an empty password." in context
     assert "## Goal" not in text
 
 
@@ -264,7 +448,7 @@ def test_a_quoted_closing_tag_does_not_end_the_conversation():
 
 def test_no_conversation_still_gives_the_sections():
     text = summary("just instructions, no conversation")
-    assert "## Goal\n(not stated in this part)" in text
+    assert "## Goal\n(not stated)" in text
 
 
 async def test_the_summarizer_object_marks_its_completion():
@@ -274,3 +458,65 @@ async def test_the_summarizer_object_marks_its_completion():
     assert result.extractive is True
     assert result.model == "extractive/rules"
     assert result.text.startswith(MARKER)
+
+
+def test_names_in_prose_and_what_the_last_reply_says_is_open():
+    text = summary(
+        prompt_of(
+            "[User]: Port the scorer and keep row-level logs in experiments/ledger.jsonl.",
+            "[Assistant]: I read /workspace/pi/compaction.ts and found that "
+            "findCutPoint never cuts at a tool result. I created score_compaction.py.\n"
+            "- Current work is calibrating the scorer.\n- Blocked: no adapter trained yet.",
+        )
+    )
+    progress = section(text, "Progress")
+    # Reports in the assistant's voice become checkpoint lines.
+    assert "- [x] Read /workspace/pi/compaction.ts and found that" in progress
+    assert "- [x] Created score_compaction.py." in progress
+    assert "- [ ] Current work is calibrating the scorer." in progress
+    assert "### Blocked\n- Blocked: no adapter trained yet." in progress
+    names = next(
+        line for line in section(text, "Critical Context").splitlines() if "Names used" in line
+    )
+    for name in ("`/workspace/pi/compaction.ts`", "`findCutPoint`", "`experiments/ledger.jsonl`"):
+        assert name in names
+    assert "`Port`" not in names  # a capitalized word is not a name
+
+
+def test_sentences_leave_list_markers_and_abbreviations_alone():
+    assert sentences("Done:\n- Added a test. then more.\n2. Second item, e.g. this.") == (
+        "Done:",
+        "Added a test.",
+        "then more.",
+        "Second item, e.g. this.",
+    )
+
+
+def test_a_file_changed_again_is_listed_again_only_for_what_is_new():
+    text = summary(
+        prompt_of(
+            "[User]: Add parsing to src/p.py.",
+            '[Assistant tool calls]: write(path="src/p.py", content="def parse(text):\\n")',
+            "[Tool result]: Successfully wrote 18 bytes to src/p.py",
+            "[Assistant]: Wrote it.",
+            "[User]: Also make it strict.",
+            '[Assistant tool calls]: edit(path="src/p.py", oldText="x", newText="y = 1")',
+            "[Tool result]: Successfully replaced text in src/p.py.",
+            '[Assistant tool calls]: edit(path="src/p.py", oldText="y", '
+            'newText="class StrictError(ValueError):")',
+            "[Tool result]: Successfully replaced text in src/p.py.",
+            "[Assistant]: Done.",
+        )
+    )
+    done = section(text, "Progress").split("### In Progress")[0]
+    assert "- [x] Wrote `src/p.py` (`parse`)" in done
+    assert "- [x] Edited `src/p.py` (`StrictError`)" in done
+    assert done.count("`src/p.py`") == 2
+
+
+def test_the_assistants_voice_is_dropped_only_where_the_line_still_reads():
+    assert impersonal("I created score.py.") == "Created score.py."
+    assert impersonal("We'll use an LRU cache.") == "Use an LRU cache."
+    assert impersonal("I decided to guard in login().") == "Guard in login()."
+    assert impersonal("We now handle empty input.") == "We now handle empty input."
+    assert impersonal("Idle workers are reused.") == "Idle workers are reused."

@@ -1,9 +1,15 @@
 """The offline extractive summarizer: no model, no network, same prompt in, sections out.
 
 It reads the conversation out of the very prompt a model would get and fills
-the sections that prompt asks for (chosen by ``purpose``) by fixed rules. The
-output is deterministic, bounded by the request's ``max_tokens`` (about four
-characters a token), and says on its first line that no model wrote it.
+the sections that prompt asks for (chosen by ``purpose``) by fixed rules
+(``build``; protocol/behaviour.md#offline-summary). The output is deterministic,
+about as long as a model's summary of the same span, never longer than the
+request's ``max_tokens`` (about four characters a token), and says on its first
+line that no model wrote it.
+
+Modules: ``parse`` reads the prompt, ``facts`` pairs tool calls with results,
+``build`` applies the rules, ``checkpoint`` reads and merges sections, ``render``
+fits the text to its size, ``text`` has the sentence and clipping helpers.
 """
 
 from __future__ import annotations
@@ -15,8 +21,9 @@ from sessiond.llm.extractive.checkpoint import MARKER
 from sessiond.llm.extractive.facts import extract
 from sessiond.llm.extractive.parse import parse_prompt
 from sessiond.llm.extractive.render import summarize
+from sessiond.llm.extractive.text import clear_caches
 
-__all__ = ["MARKER", "MODEL_LABEL", "ExtractiveSummarizer", "extractive_summary"]
+__all__ = ["MARKER", "MODEL_LABEL", "ExtractiveSummarizer", "clear_caches", "extractive_summary"]
 
 MODEL_LABEL = "extractive/rules"
 # Below this the sections themselves would not fit.
@@ -31,7 +38,11 @@ def extractive_summary(request: CompletionRequest) -> str:
     facts = extract(parsed)
     budget = max(_MIN_BUDGET_CHARS, request.max_tokens * 4)
     previous = parsed.previous_summary if request.purpose in ("update", "history") else None
-    return summarize(facts, previous, request.purpose, budget)
+    try:
+        return summarize(facts, previous, request.purpose, budget)
+    finally:
+        # The caches serve the renders of one summary; kept, they would hold its messages.
+        clear_caches()
 
 
 class ExtractiveSummarizer:

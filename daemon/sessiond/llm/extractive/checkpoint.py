@@ -2,13 +2,13 @@
 Next Steps, Critical Context) as lists of lines, read from and written to text.
 
 A previous summary, whether a model or these rules wrote it, is read back into
-the same sections so that an update keeps everything it said and adds the new.
+the same sections so that an update can merge the new work into it.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 MARKER = "*Offline extractive summary: built by rules from the conversation text, without a model.*"
 
@@ -17,7 +17,10 @@ _HEADING = re.compile(r"^(#{2,3})\s+(.+?)\s*#*\s*$")
 _NUMBERED = re.compile(r"^\s*\d+[.)]\s+")
 _NONE_ITEM = re.compile(r"^[-*]?\s*\(?none[^)]*\)?\.?$", re.IGNORECASE)
 # Lines these rules write about the moment of the summary; stale in the next one.
-_STALE = re.compile(r"^-\s+(Last assistant message|Pending user request \(verbatim\)):")
+_STALE = re.compile(
+    r"^-\s+(Last reply|Open user request \(verbatim\)|Last assistant message"
+    r"|Pending user request \(verbatim\)):"
+)
 
 
 @dataclass
@@ -87,56 +90,78 @@ def parse_checkpoint(text: str) -> Checkpoint:
     return checkpoint
 
 
-def merge(earlier: Checkpoint, later: Checkpoint, *, continued: bool) -> Checkpoint:
-    """``earlier`` with ``later`` added. ``continued``: the assistant worked since,
-    so what was in progress then counts as done now (the update prompt's rule)."""
-    merged = Checkpoint(goal=earlier.goal or later.goal)
-    for spec in fields(Checkpoint):
-        name = spec.name
-        if name in ("goal", "next_steps", "in_progress", "done"):
-            continue
-        setattr(merged, name, _union(getattr(earlier, name), getattr(later, name)))
-    merged.critical = _merge_file_lines(merged.critical)
-    carried = [_tick(item) for item in earlier.in_progress] if continued else []
-    merged.done = _union(earlier.done, carried, later.done)
-    merged.in_progress = _union([] if continued else earlier.in_progress, later.in_progress)
+def merge(earlier: Checkpoint, later: Checkpoint, *, finished: bool) -> Checkpoint:
+    """``earlier`` updated by ``later``, the size of one summary rather than two.
+
+    ``finished``: the new part of the conversation took the interrupted work to an
+    answer, so what was in progress counts as done. An item in progress also moves
+    when the names it mentions all appear in the new Done lines. Next Steps are the
+    new ones only (the old ones are stale), and a blocker goes once its names turn
+    up in the new Done lines.
+    """
+    merged = Checkpoint(goal=_union(earlier.goal, later.goal) if earlier.goal else later.goal)
+    merged.constraints = _union(earlier.constraints, later.constraints)
+    merged.decisions = _union(earlier.decisions, later.decisions)
+    merged.critical = _merge_name_lines(_union(earlier.critical, later.critical))
+    new_done = "\n".join(later.done)
+    moved: list[str] = []
+    kept: list[str] = []
+    for item in earlier.in_progress:
+        names = _CODE.findall(item)
+        if finished or (names and all(f"`{name}`" in new_done for name in names)):
+            moved.append(_tick(item))
+        else:
+            kept.append(item)
+    merged.done = _union(earlier.done, moved, later.done)
+    merged.in_progress = _union(kept, later.in_progress)
+    merged.blocked = _union(
+        [item for item in earlier.blocked if not _cleared(item, new_done)], later.blocked
+    )
     merged.next_steps = later.next_steps or earlier.next_steps
     return merged
 
 
-_FILE_LINE = re.compile(r"^- (Files modified|Files read): ")
+def _cleared(item: str, new_done: str) -> bool:
+    names = _CODE.findall(item)
+    return bool(names) and f"`{names[0]}`" in new_done
+
+
+_NAME_LINE = re.compile(r"^- (Files modified|Files read|Commands run|Names used): ")
 _CODE = re.compile(r"`([^`]+)`")
 
 
-def _merge_file_lines(items: list[str]) -> list[str]:
-    """One "Files modified" and one "Files read" line, listing both summaries' files."""
-    files: dict[str, list[str]] = {}
+def _merge_name_lines(items: list[str]) -> list[str]:
+    """One line of each kind of name list, holding the names of both summaries."""
+    names: dict[str, list[str]] = {}
     result: list[str] = []
     for item in items:
-        match = _FILE_LINE.match(item)
+        match = _NAME_LINE.match(item)
         if match is None:
             result.append(item)
             continue
         label = match.group(1)
-        if label not in files:
-            files[label] = []
+        if label not in names:
+            names[label] = []
             result.append(label)  # a placeholder, rendered below
-        for path in _CODE.findall(item):
-            if path not in files[label]:
-                files[label].append(path)
-    modified = set(files.get("Files modified", []))
-    for label, paths in files.items():
-        if label == "Files read":
-            paths[:] = [path for path in paths if path not in modified]
+        for name in _CODE.findall(item):
+            if name not in names[label]:
+                names[label].append(name)
+    modified = set(names.get("Files modified", []))
+    if "Files read" in names:
+        names["Files read"] = [path for path in names["Files read"] if path not in modified]
     return [
-        (f"- {item}: " + ", ".join(f"`{p}`" for p in files[item]) if item in files else item)
+        (f"- {item}: " + ", ".join(f"`{n}`" for n in names[item]) if item in names else item)
         for item in result
-        if item not in files or files[item]
+        if item not in names or names[item]
     ]
 
 
+_LAST_STEP = re.compile(r" \(last step: [^\n]*\)$")
+
+
 def _tick(item: str) -> str:
-    return item.replace("- [ ]", "- [x]", 1)
+    """An item in progress as a done one; where it had stopped no longer matters."""
+    return _LAST_STEP.sub("", item.replace("- [ ]", "- [x]", 1))
 
 
 def _union(*lists: list[str]) -> list[str]:

@@ -1,144 +1,263 @@
-"""What the rules pull out of a parsed conversation.
+"""What the rules read out of a parsed conversation: turns, tool actions and their outcome.
 
-Everything here is a plain reading of the text, in order, with no judgement a
-model would make: the user's requests, the files the read/write/edit tools
-touched (pi's file-operation rule, ``core.fileops``), the commands run, the first error
-line of each failing tool result, and what the assistant said last.
+A turn is a user request and everything up to the next one. Each tool call is
+paired with the tool result that answers it (results follow their calls in
+order, as pi serializes them), so that an edit counts as made only when its
+result is not an error, and a command as passed only when its output shows no
+failure. Nothing here judges importance; ``build`` does that.
 """
 
 from __future__ import annotations
 
 import re
+from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from sessiond.llm.extractive.parse import ParsedPrompt, Part, unwrap_summary
 
-_ERROR_LINE = re.compile(
-    r"\b(error|exception|traceback|failed|failure|fatal|panic|denied|no such file"
-    r"|not found|cannot|can't|unable to|segmentation fault)\b|exit (code|status) [1-9]",
-    re.IGNORECASE,
-)
-# "0 failed", "no errors": test summaries that mention failure without any.
-_NO_ERROR = re.compile(r"\b(0|no) (failed|failures|errors?)\b", re.IGNORECASE)
-_CONSTRAINT = re.compile(
-    r"\b(must|must not|mustn't|don't|do not|never|always|prefer|should|shouldn't|avoid"
-    r"|make sure|only use|without|keep)\b",
-    re.IGNORECASE,
-)
-_DECISION = re.compile(
-    r"\b(decided|decision|instead of|rather than|chose|choose|going with|opted|switched to"
-    r"|i'll use|i will use|we'll use|because)\b",
-    re.IGNORECASE,
-)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _COMMAND_KEYS = ("command", "cmd", "script")
+# Where edit and write calls carry the new text.
+_CONTENT_KEYS = ("newText", "new_text", "new_string", "newString", "content", "edits", "patch")
+# Definitions in written code: the functions and types a change is about.
+_DEFINITION = re.compile(
+    r"(?:\bdef|\bclass|\bfunction\*?|\bfn|\bfunc|\binterface|\btype|\bstruct|\benum|\btrait"
+    r"|\bimpl)\s+([A-Za-z_$][\w$]{2,})"
+)
+_PATH_KEYS = ("path", "file_path", "filePath", "file")
+_WRITE_TOOLS = frozenset(
+    {"write", "edit", "multiedit", "multi_edit", "apply_patch", "notebookedit"}
+)
+_READ_TOOLS = frozenset({"read", "view", "cat", "open"})
+# A tool that failed says so on its first line (pi's edit, read and write errors do).
+_FAILED_START = re.compile(
+    r"^\s*(error\b|could not|couldn't|cannot|can't|failed|failure|no such file|not found"
+    r"|file not found|permission denied|enoent|eacces|invalid\b|unknown\b|aborted|refused)",
+    re.IGNORECASE,
+)
+# A command failed when its exit status says so; some tools print only a summary.
+_FAILED_COMMAND = re.compile(
+    r"exited with (?:code|status) [1-9]|exit (?:code|status):? [1-9]|command not found"
+    r"|\b[1-9]\d* (?:failed|errors?)\b|^FAIL(?:ED)?\b|Traceback \(most recent call last\)",
+    re.IGNORECASE | re.MULTILINE,
+)
+_ERROR_LINE = re.compile(
+    r"\b(error|exception|traceback|failed|failure|fatal|panic|denied|no such file|not found"
+    r"|cannot|can't|could not|unable to|segmentation fault|assert)",
+    re.IGNORECASE,
+)
+_EXIT_LINE = re.compile(r"exited with (code|status) \d+|exit (code|status):? \d+", re.IGNORECASE)
+_NO_ERROR = re.compile(r"\b(0|no) (failed|failures|errors?)\b", re.IGNORECASE)
 
 
-class UniqueList(list[str]):
-    """A list that ignores repeats (and empty strings), in constant time per add."""
+@dataclass
+class Action:
+    """One tool call and, once its result is read, whether it worked."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._seen: set[str] = set()
+    tool: str
+    path: str | None = None
+    command: str | None = None
+    answered: bool = False
+    error: str | None = None
+    # Functions and types the call's new text defines (edits and writes).
+    defines: tuple[str, ...] = ()
 
-    def add(self, item: str) -> None:
-        if item and item not in self._seen:
-            self._seen.add(item)
-            self.append(item)
+    @property
+    def succeeded(self) -> bool:
+        return self.answered and self.error is None
+
+    @property
+    def writes(self) -> bool:
+        return self.tool.lower() in _WRITE_TOOLS
+
+    @property
+    def reads(self) -> bool:
+        return self.tool.lower() in _READ_TOOLS
+
+
+@dataclass
+class Turn:
+    """A user request (None for what came before the first one) and the work after it."""
+
+    request: str | None
+    actions: list[Action] = field(default_factory=list)
+    replies: list[str] = field(default_factory=list)
+    # Whether the last thing in the turn is the assistant's text: the turn was answered.
+    ended_with_reply: bool = False
+
+    @property
+    def final_reply(self) -> str | None:
+        return self.replies[-1] if self.ended_with_reply and self.replies else None
 
 
 @dataclass
 class Facts:
-    requests: list[str] = field(default_factory=list)
-    # Whether each request got an assistant text answer after it.
-    answered: list[bool] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)
     earlier_summaries: list[str] = field(default_factory=list)
-    files_read: UniqueList = field(default_factory=UniqueList)
-    files_modified: UniqueList = field(default_factory=UniqueList)
-    commands: UniqueList = field(default_factory=UniqueList)
-    errors: UniqueList = field(default_factory=UniqueList)
-    constraints: UniqueList = field(default_factory=UniqueList)
-    decisions: UniqueList = field(default_factory=UniqueList)
-    last_assistant: str | None = None
-    last_tool_result: str | None = None
     additional_context: list[str] = field(default_factory=list)
     focus: str | None = None
+    last_tool_result: str | None = None
+    size: int = 0
+
+    @property
+    def requests(self) -> list[str]:
+        return [turn.request for turn in self.turns if turn.request is not None]
+
+    @property
+    def actions(self) -> list[Action]:
+        return [action for turn in self.turns for action in turn.actions]
+
+    @property
+    def replies(self) -> list[str]:
+        return [reply for turn in self.turns for reply in turn.replies]
+
+    @property
+    def last_reply(self) -> str | None:
+        replies = self.replies
+        return replies[-1] if replies else None
 
     @property
     def pending_request(self) -> str | None:
-        """The last request when nothing the assistant said came after it."""
-        if self.requests and not self.answered[-1]:
-            return self.requests[-1]
+        """The last request when the assistant did nothing at all after it."""
+        if self.turns:
+            last = self.turns[-1]
+            if last.request is not None and not last.actions and not last.replies:
+                return last.request
         return None
 
     @property
+    def files_modified(self) -> list[str]:
+        return _paths(action for action in self.actions if action.writes)
+
+    @property
+    def files_changed(self) -> list[str]:
+        """Files an edit or write succeeded on."""
+        return _paths(action for action in self.actions if action.writes and action.succeeded)
+
+    @property
+    def files_read(self) -> list[str]:
+        return _paths(action for action in self.actions if action.reads)
+
+    @property
     def files_only_read(self) -> list[str]:
-        modified = set(self.files_modified)
+        """Files read and not changed (pi's rule, but only successful changes count)."""
+        modified = set(self.files_changed)
         return [path for path in self.files_read if path not in modified]
 
 
-def one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def sentences(text: str) -> list[str]:
-    return [one_line(s) for s in _SENTENCE_END.split(text) if s.strip()]
+def _paths(actions: Iterable[Action]) -> list[str]:
+    seen: dict[str, None] = {}
+    for action in actions:
+        if action.path:
+            seen.setdefault(action.path, None)
+    return list(seen)
 
 
 def extract(parsed: ParsedPrompt) -> Facts:
     facts = Facts(additional_context=list(parsed.additional_context), focus=parsed.focus)
+    waiting: deque[Action] = deque()
     for part in parsed.parts:
-        _read_part(facts, part)
+        facts.size += len(part.text)
+        _read_part(facts, part, waiting)
     return facts
 
 
-def _read_part(facts: Facts, part: Part) -> None:
+def _current(facts: Facts) -> Turn:
+    if not facts.turns:
+        facts.turns.append(Turn(request=None))
+    return facts.turns[-1]
+
+
+def _read_part(facts: Facts, part: Part, waiting: deque[Action]) -> None:
     if part.role == "user":
         summary = unwrap_summary(part.text)
         if summary is not None:
             facts.earlier_summaries.append(summary)
             return
         request = part.text.strip()
-        if not request:
-            return
-        facts.requests.append(request)
-        facts.answered.append(False)
-        for sentence in sentences(request):
-            if _CONSTRAINT.search(sentence):
-                facts.constraints.add(sentence)
+        if request:
+            facts.turns.append(Turn(request=request))
+            waiting.clear()
     elif part.role == "assistant":
         text = part.text.strip()
-        if not text:
-            return
-        facts.last_assistant = text
-        if facts.answered:
-            facts.answered[-1] = True
-        for sentence in sentences(text):
-            if _DECISION.search(sentence):
-                facts.decisions.add(sentence)
+        if text:
+            turn = _current(facts)
+            turn.replies.append(text)
+            turn.ended_with_reply = True
     elif part.role == "toolCalls":
+        turn = _current(facts)
+        turn.ended_with_reply = False
         for call in part.calls:
-            path = call.args.get("path")
-            if isinstance(path, str) and path:
-                if call.name == "read":
-                    facts.files_read.add(path)
-                elif call.name in ("write", "edit"):
-                    facts.files_modified.add(path)
-            for key in _COMMAND_KEYS:
-                command = call.args.get(key)
-                if isinstance(command, str) and command.strip():
-                    facts.commands.add(one_line(command))
-                    break
+            action = Action(tool=call.name, path=_first_str(call.args, _PATH_KEYS))
+            command = _first_str(call.args, _COMMAND_KEYS)
+            if command is not None:
+                action.command = command.strip()
+            if action.writes:
+                action.defines = definitions(call.args)
+            turn.actions.append(action)
+            waiting.append(action)
     elif part.role == "toolResult":
         facts.last_tool_result = part.text
-        error = first_error_line(part.text)
-        if error is not None:
-            facts.errors.add(error)
+        _current(facts).ended_with_reply = False
+        if waiting:
+            action = waiting.popleft()
+            action.answered = True
+            action.error = result_error(part.text, command=action.command is not None)
+
+
+def _first_str(args: dict[str, object], keys: tuple[str, ...]) -> str | None:
+    for key in keys:
+        value = args.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
+
+
+def definitions(args: dict[str, object]) -> tuple[str, ...]:
+    names: dict[str, None] = {}
+    for key in _CONTENT_KEYS:
+        for text in _strings(args.get(key)):
+            for name in _DEFINITION.findall(text):
+                names.setdefault(name, None)
+    return tuple(names)
+
+
+def _strings(value: object) -> list[str]:
+    """The strings in an argument, however nested (pi's ``edits`` is a list of objects)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings(item)]
+    return []
+
+
+def result_error(text: str, *, command: bool) -> str | None:
+    """The line that says a tool failed, or None when its result reads as a success."""
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if command:
+        failed = _FAILED_COMMAND.search(text) is not None
+    else:
+        failed = _FAILED_START.match(first) is not None
+    if not failed:
+        return None
+    return first_error_line(text) or first
 
 
 def first_error_line(text: str) -> str | None:
+    """The first line naming an error, preferring one that is not just an exit status."""
+    fallback: str | None = None
     for line in text.splitlines():
         stripped = line.strip()
-        if stripped and _ERROR_LINE.search(stripped) and not _NO_ERROR.search(stripped):
-            return stripped
-    return None
+        if not stripped or _NO_ERROR.search(stripped) or not _ERROR_LINE.search(stripped):
+            if stripped and _EXIT_LINE.search(stripped) and fallback is None:
+                fallback = stripped
+            continue
+        if sum(char.isalnum() for char in stripped) < len(stripped) * 0.4:
+            continue  # a rule of "=====" around a word is a heading, not the error
+        if _EXIT_LINE.search(stripped):
+            fallback = fallback or stripped
+            continue
+        return stripped
+    return fallback

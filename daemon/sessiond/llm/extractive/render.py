@@ -1,79 +1,55 @@
-"""Facts into the sections each prompt asks for, within a size budget.
+"""Checkpoints into text, at about the size a model's summary of the same span would be.
 
-Sizes are limits on each piece (a quote, a bullet, a list); when the whole
-does not fit the budget, every limit is scaled down and the text rendered
-again, and only as a last resort is it cut.
+The size target grows slowly with the conversation (a model writes one to a few
+thousand characters whatever the span) and never passes the request's budget.
+When the text is over the target, every limit is scaled down and the text
+rendered again; older Done items are folded into one line of the names they
+mention before any is dropped; only as a last resort is the text cut.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields
 
 from sessiond.llm.base import Purpose
+from sessiond.llm.extractive.build import Limits, build_checkpoint, short_command
 from sessiond.llm.extractive.checkpoint import MARKER, Checkpoint, merge, parse_checkpoint
-from sessiond.llm.extractive.facts import Facts, one_line, sentences
+from sessiond.llm.extractive.facts import Facts
+from sessiond.llm.extractive.text import clip, code_list, code_names, gist, quote, unique
 
-_NONE = "- (none recorded)"
+_NONE = "- (none)"
 _TRUNCATED = "\n[... extractive summary cut to fit the size limit]"
+_FACTORS = (1.0, 0.75, 0.55, 0.4, 0.3, 0.2, 0.12, 0.06, 0.03)
+# Target size: a base plus a small share of the conversation, up to a ceiling.
+_TARGET_BASE = 2000
+_TARGET_SHARE = 0.012
+_TARGET_CEILING = 6500
 
 
-@dataclass(frozen=True)
-class Limits:
-    goal: int = 800
-    item: int = 300
-    line: int = 600
-    quote: int = 1500
-    pending: int = 4000
-    files: int = 20
-    commands: int = 10
-    errors: int = 8
-    notes: int = 8
-    section_items: int = 40
-
-    def scaled(self, factor: float) -> Limits:
-        changes = {
-            spec.name: max(
-                1 if spec.name in _COUNTS else 40, int(getattr(self, spec.name) * factor)
-            )
-            for spec in fields(self)
-        }
-        return replace(self, **changes)
-
-
-_COUNTS = {"files", "commands", "errors", "notes", "section_items"}
-
-
-def clip(text: str, limit: int) -> str:
-    """``text`` cut to about ``limit`` characters at a word boundary, saying how much went."""
-    if len(text) <= limit:
-        return text
-    cut = text[:limit]
-    space = cut.rfind(" ")
-    if space > limit * 0.6:
-        cut = cut[:space]
-    cut = cut.rstrip()
-    return f"{cut} ... [{len(text) - len(cut)} more characters]"
-
-
-def quote(text: str, limit: int, indent: str = "  ") -> str:
-    """A Markdown quote, indented to belong to the list item above it."""
-    lines = clip(text, limit).splitlines()
-    return "\n".join(f"{indent}> {line}" if line.strip() else f"{indent}>" for line in lines)
-
-
-def code_list(items: list[str], limit: int) -> str:
-    shown = ", ".join(f"`{item}`" for item in items[:limit])
-    if len(items) > limit:
-        shown += f" ... ({len(items) - limit} more)"
-    return shown
+def size_target(facts: Facts, previous: str | None, budget: int) -> int:
+    target = min(_TARGET_CEILING, int(_TARGET_BASE + _TARGET_SHARE * facts.size))
+    if facts.pending_request is not None:
+        # The open request is quoted word for word, as the prompt asks; it comes on top.
+        target += min(len(facts.pending_request), Limits().pending)
+    if previous:
+        # An update may be as long as the summary it updates, but does not grow by appending.
+        target = max(target, min(_TARGET_CEILING, len(previous)))
+    return min(target, budget)
 
 
 def summarize(facts: Facts, previous: str | None, purpose: Purpose, budget: int) -> str:
-    text = ""
-    for factor in (1.0, 0.5, 0.25, 0.12, 0.06, 0.03):
+    target = budget if purpose in ("turnPrefix", "short") else size_target(facts, previous, budget)
+    renders: list[str] = []
+    for factor in _FACTORS:
         text = _render(facts, previous, purpose, Limits().scaled(factor))
-        if len(text) <= budget:
+        if len(text) <= target:
             return text
+        renders.append(text)
+    # Nothing reached the target: the least cut render within a tenth of the shortest.
+    shortest = min(len(text) for text in renders)
+    text = next(t for t in renders if len(t) <= max(shortest * 1.1, min(target, budget)))
+    if len(text) <= budget:
+        return text
     cut = text[: max(0, budget - len(_TRUNCATED))]
     newline = cut.rfind("\n")
     if newline > len(cut) // 2:
@@ -87,16 +63,19 @@ def _render(facts: Facts, previous: str | None, purpose: Purpose, limits: Limits
     if purpose == "short":
         return _short(facts, limits)
     branch = purpose == "branch"
-    earlier = [text for text in (previous, *facts.earlier_summaries) if text and text.strip()]
     base: Checkpoint | None = None
-    for text in earlier:
-        parsed = _clip_lines(parse_checkpoint(text), limits.line)
-        base = parsed if base is None else merge(base, parsed, continued=True)
+    for text in (previous, *facts.earlier_summaries):
+        if text and text.strip():
+            parsed = _clip_lines(parse_checkpoint(text), limits.item * 2)
+            base = parsed if base is None else merge(base, parsed, finished=True)
     new = build_checkpoint(facts, limits, goal_known=bool(base and base.goal), branch=branch)
-    checkpoint = (
-        new if base is None else merge(base, new, continued=facts.last_assistant is not None)
-    )
+    checkpoint = new if base is None else merge(base, new, finished=_finished_earlier(facts))
     return render_checkpoint(checkpoint, limits, critical=not branch)
+
+
+def _finished_earlier(facts: Facts) -> bool:
+    """Whether the conversation opens by carrying on earlier work and ends that with a reply."""
+    return bool(facts.turns) and facts.turns[0].request is None and facts.turns[0].ended_with_reply
 
 
 def _clip_lines(checkpoint: Checkpoint, limit: int) -> Checkpoint:
@@ -107,144 +86,77 @@ def _clip_lines(checkpoint: Checkpoint, limit: int) -> Checkpoint:
     return checkpoint
 
 
-def build_checkpoint(
-    facts: Facts, limits: Limits, *, goal_known: bool, branch: bool = False
-) -> Checkpoint:
-    cp = Checkpoint()
-    requests = facts.requests
-    pending = facts.pending_request
-    first_later = 0
-    if requests and not goal_known:
-        cp.goal = [clip(one_line(requests[0]), limits.goal)]
-        first_later = 1
-        if pending is not None and len(requests) == 1:
-            cp.in_progress.append("- [ ] The request under Goal (no reply yet)")
-    for index in range(first_later, len(requests)):
-        request = f'"{clip(one_line(requests[index]), limits.item)}"'
-        if facts.answered[index]:
-            cp.done.append(f"- [x] User request: {request}")
-        else:
-            cp.in_progress.append(f"- [ ] User request: {request}")
-    cp.done += [f"- [x] Modified `{path}`" for path in facts.files_modified[-limits.files :]]
-    if branch and facts.files_only_read:
-        cp.done.append(f"- [x] Read {code_list(facts.files_only_read, limits.files)}")
-    cp.done += [
-        f"- [x] Ran `{clip(command, limits.item)}`"
-        for command in facts.commands[-limits.commands :]
-    ]
-    cp.blocked = [
-        f"- Error seen in tool output: `{clip(error, limits.item)}`"
-        for error in facts.errors[-limits.errors :]
-    ]
-    cp.constraints = [f"- {clip(s, limits.item)}" for s in facts.constraints[: limits.notes]]
-    cp.decisions = [f"- {clip(s, limits.item)}" for s in facts.decisions[-limits.notes :]]
-    cp.next_steps = _next_steps(facts, limits, branch=branch)
-    if not branch:
-        cp.critical = _critical(facts, limits)
-    return cp
+def _fold_done(items: list[str], limit: int) -> list[str]:
+    """The newest ``limit`` Done items; the older ones become one line of their names."""
+    if len(items) <= limit:
+        return items
+    older, newer = items[: len(items) - limit + 1], items[len(items) - limit + 1 :]
+    names = unique(name for item in older for name in code_names(item))
+    if not names:
+        return [f"- [x] ({len(older)} earlier steps)", *newer]
+    return [f"- [x] Earlier steps touched {code_list(names, limit * 3)}", *newer]
 
 
-def _next_steps(facts: Facts, limits: Limits, *, branch: bool) -> list[str]:
-    steps: list[str] = []
-    pending = facts.pending_request
-    if pending is not None:
-        if branch:
-            steps.append(f'Answer the open user request: "{clip(one_line(pending), limits.item)}"')
-        else:
-            steps.append("Answer the pending user request (quoted verbatim in Critical Context).")
-    if facts.errors:
-        steps.append("Check whether the errors listed under Blocked are still present.")
-    if pending is None:
-        if facts.last_assistant and not branch:
-            steps.append("Continue from the last assistant message (quoted in Critical Context).")
-        elif facts.last_assistant:
-            last = sentences(facts.last_assistant)[-1]
-            steps.append(f'Continue from the last reply: "{clip(last, limits.item)}"')
-        else:
-            steps.append("Continue with the goal.")
-    return steps
-
-
-def _critical(facts: Facts, limits: Limits) -> list[str]:
-    items: list[str] = []
-    if facts.files_modified:
-        items.append(f"- Files modified: {code_list(facts.files_modified, limits.files)}")
-    if facts.files_only_read:
-        items.append(f"- Files read: {code_list(facts.files_only_read, limits.files)}")
-    items += [f"- {clip(line, limits.item)}" for line in facts.additional_context]
-    if facts.focus:
-        items.append(f"- Requested focus: {clip(one_line(facts.focus), limits.item)}")
-    if facts.last_assistant:
-        items.append("- Last assistant message:\n" + quote(facts.last_assistant, limits.quote))
-    pending = facts.pending_request
-    if pending is not None:
-        items.append("- Pending user request (verbatim):\n" + quote(pending, limits.pending))
-    return items
-
-
-def _lines(items: list[str], limits: Limits, *, keep_first: bool = False) -> str:
+def _lines(items: list[str], limit: int) -> str:
     if not items:
         return _NONE
-    omitted = max(0, len(items) - limits.section_items)
-    kept = items[: limits.section_items] if keep_first else items[omitted:]
-    lines = list(kept)
-    if omitted:
-        note = f"- ... ({omitted} {'later' if keep_first else 'earlier'} items omitted)"
-        lines = [*lines, note] if keep_first else [note, *lines]
-    return "\n".join(lines)
+    kept = items[-limit:]
+    if len(items) > limit:
+        kept = [f"- ({len(items) - limit} earlier items left out)", *kept]
+    return "\n".join(kept)
 
 
 def render_checkpoint(cp: Checkpoint, limits: Limits, *, critical: bool) -> str:
-    goal = _lines(cp.goal, limits, keep_first=True) if cp.goal else "(not stated in this part)"
-    steps = cp.next_steps[: limits.section_items] or ["Continue with the goal."]
+    goal = "\n".join(cp.goal[: 1 + limits.later_requests]) if cp.goal else "(not stated)"
+    steps = cp.next_steps[: max(3, limits.later_requests)] or ["Wait for the user's next request."]
+    count = max(limits.done, limits.errors)
     parts = [
         MARKER,
         f"## Goal\n{goal}",
-        f"## Constraints & Preferences\n{_lines(cp.constraints, limits, keep_first=True)}",
+        f"## Constraints & Preferences\n{_lines(cp.constraints, limits.constraints)}",
         "## Progress\n"
-        f"### Done\n{_lines(cp.done, limits)}\n\n"
-        f"### In Progress\n{_lines(cp.in_progress, limits)}\n\n"
-        f"### Blocked\n{_lines(cp.blocked, limits)}",
-        f"## Key Decisions\n{_lines(cp.decisions, limits)}",
+        f"### Done\n{_lines(_fold_done(cp.done, limits.done), limits.done + 1)}\n\n"
+        f"### In Progress\n{_lines(cp.in_progress, count)}\n\n"
+        f"### Blocked\n{_lines(cp.blocked, limits.errors)}",
+        f"## Key Decisions\n{_lines(cp.decisions, limits.decisions)}",
         "## Next Steps\n" + "\n".join(f"{n}. {step}" for n, step in enumerate(steps, 1)),
     ]
     if critical:
-        parts.append(f"## Critical Context\n{_lines(cp.critical, limits)}")
+        parts.append(f"## Critical Context\n{_lines(cp.critical, count + 8)}")
     return "\n\n".join(parts)
 
 
 def _turn_prefix(facts: Facts, limits: Limits) -> str:
-    request = quote(facts.requests[0], limits.pending, indent="") if facts.requests else None
-    progress = [f"- [x] Modified `{path}`" for path in facts.files_modified[-limits.files :]]
+    requests = facts.requests
+    request = quote(requests[0], limits.pending, indent="") if requests else None
+    cp = build_checkpoint(facts, limits, goal_known=True)
+    progress = [*cp.done, *cp.in_progress, *cp.blocked]
     if facts.files_only_read:
         progress.append(f"- [x] Read {code_list(facts.files_only_read, limits.files)}")
-    progress += [
-        f"- [x] Ran `{clip(command, limits.item)}`"
-        for command in facts.commands[-limits.commands :]
-    ]
-    progress += [
-        f"- Error seen in tool output: `{clip(error, limits.item)}`"
-        for error in facts.errors[-limits.errors :]
-    ]
     context: list[str] = []
     if facts.files_modified:
         context.append(f"- Files being changed: {code_list(facts.files_modified, limits.files)}")
-    if facts.last_assistant:
-        context.append("- Last assistant message:\n" + quote(facts.last_assistant, limits.quote))
+    commands = unique(short_command(a.command) for a in facts.actions if a.command)
+    if commands:
+        context.append(
+            f"- Commands run: {code_list(commands[-limits.commands :], limits.commands)}"
+        )
+    if facts.last_reply:
+        context.append(f"- Last reply: {gist(facts.last_reply, limits.last_reply, 3)}")
     if facts.last_tool_result:
         context.append("- Last tool result:\n" + quote(facts.last_tool_result, limits.item * 2))
     return "\n\n".join(
         [
             MARKER,
             "## Original Request\n" + (request or "(the request is not in this part of the turn)"),
-            f"## Early Progress\n{_lines(progress, limits)}",
-            f"## Context for Suffix\n{_lines(context, limits)}",
+            f"## Early Progress\n{_lines(progress, limits.done)}",
+            f"## Context for Suffix\n{_lines(context, limits.done)}",
         ]
     )
 
 
 def _short(facts: Facts, limits: Limits) -> str:
-    modified = facts.files_modified
+    modified = facts.files_changed
     if modified:
         names = [f"`{path}`" for path in modified[:5]]
         if len(modified) > 5:
@@ -253,10 +165,9 @@ def _short(facts: Facts, limits: Limits) -> str:
         first = f"I changed {listed}."
     else:
         first = "I made no file changes in this part of the session."
-    sentences_out = [first]
-    if facts.last_assistant:
-        said = " ".join(sentences(facts.last_assistant)[:2])
-        sentences_out.append(f'My last update said: "{clip(said, limits.item)}"')
+    said: list[str] = [first]
+    if facts.last_reply:
+        said.append(f'My last update said: "{gist(facts.last_reply, limits.item, 2)}"')
     elif facts.pending_request is not None:
-        sentences_out.append("A user request is still open.")
-    return MARKER + "\n" + " ".join(sentences_out)
+        said.append("A user request is still open.")
+    return MARKER + "\n" + " ".join(said)
