@@ -30,7 +30,8 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-if [ "$("$tools/node_modules/.bin/code-server" --version 2>/dev/null | head -n 1 | awk '{print $1}')" != "$CODE_SERVER_VERSION" ]; then
+installed="$(node -p "require('./$tools/node_modules/code-server/package.json').version" 2>/dev/null || true)"
+if [ "$installed" != "$CODE_SERVER_VERSION" ] || [ ! -d "$tools/node_modules/code-server/lib/vscode/node_modules" ]; then
   echo "== npm install code-server@$CODE_SERVER_VERSION into $tools (builds native modules; a few minutes the first time)"
   mkdir -p "$tools/tmp"
   # VS Code's @vscode/ripgrep fetches its binary from GitHub at install time, unless its

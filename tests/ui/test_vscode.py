@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from .conftest import CodeServer
 from .support import REPO, USAGE, copy_sample, update_images, wait_for
@@ -85,14 +86,24 @@ class Workbench:
         return wait_for(f"a notification matching {pattern!r}", found, timeout)
 
     def run_command(self, title: str) -> None:
-        """The command palette, as a user opens it (F1), and the command picked by its title."""
-        self.page.keyboard.press("Escape")
-        self.page.keyboard.press("F1")
+        """The command palette, as a user opens it (F1), and the command picked by its title.
+        Until the extension host has registered the extension's contributions the palette
+        does not list its commands, so the palette is opened again until it does."""
         box = self.page.locator(".quick-input-widget input")
-        box.wait_for(state="visible")
-        box.fill(f">{title}")
         row = self.page.locator(".quick-input-list .monaco-list-row", has_text=title).first
-        row.wait_for(state="visible", timeout=30_000)
+
+        def listed() -> bool:
+            self.page.keyboard.press("Escape")
+            self.page.keyboard.press("F1")
+            box.wait_for(state="visible")
+            box.fill(f">{title}")
+            try:
+                row.wait_for(state="visible", timeout=5_000)
+            except PlaywrightTimeout:
+                return False
+            return True
+
+        wait_for(f"the command {title!r} in the palette", listed, timeout=90)
         row.click()
 
     def tree(self) -> list[dict[str, Any]]:
@@ -231,6 +242,10 @@ def test_vscode_extension_in_code_server(code_server: CodeServer, out_dir: Path)
 
             assert ui.errors() == [], ui.notifications()
             assert console_errors == [], console_errors
+        except BaseException:
+            # What the screen showed when it went wrong is the first thing to look at.
+            ui.shot("failed")
+            raise
         finally:
             browser.close()
     assert _extension_host_errors(code_server.logs) == []
