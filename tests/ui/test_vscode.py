@@ -168,6 +168,17 @@ def test_vscode_extension_in_code_server(code_server: CodeServer, out_dir: Path)
             path_box.fill(str(session))
             page.keyboard.press("Enter")
 
+            # The view shares the Explorer with the files; give it the room a user would
+            # (fold the folder, widen the side bar) so the screenshots show the tree.
+            page.locator(".pane-header", has_text="project").first.click()
+            sash = page.locator(".monaco-sash.vertical").first
+            box = sash.bounding_box()
+            assert box is not None
+            page.mouse.move(box["x"] + box["width"] / 2, box["y"] + 200)
+            page.mouse.down()
+            page.mouse.move(700, box["y"] + 200, steps=8)
+            page.mouse.up()
+
             rows = wait_for("the session tree", lambda: ui.tree() if _leaf(ui.tree()) else None)
             usage_before = wait_for("the context usage in the status bar", ui.status)
             ui.shot("opened")

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { SessiondClient, TreeNode, TreeResult } from "@sessiond/client";
-import { buildTreeModel, flattenTree } from "../src/core/treeModel";
+import { buildTreeModel, flattenTree, indexTree, type TreeItemModel } from "../src/core/treeModel";
 import { SMALL_CONTEXT_WINDOW, createSandbox, type Sandbox } from "@sessiond/client/testing";
 import { filledSession, startClient, turn } from "./helpers";
 
@@ -85,6 +85,32 @@ describe("buildTreeModel (shapes)", () => {
       flattenTree(rows).map(({ row, depth }) => `${depth}:${row.id}`),
       ["0:a", "0:b", "1:x1", "2:x2", "1:y1", "2:y2"],
     );
+  });
+
+  it("knows every row's parent row and the leaf, for scrolling the view to the leaf", () => {
+    const tree: TreeResult = {
+      rootIds: ["a"],
+      leafId: "y2",
+      nodes: [
+        node("a", null, ["b"], { active: true }),
+        node("b", "a", ["x1", "y1"], { active: true }),
+        node("x1", "b", ["x2"]),
+        node("x2", "x1", []),
+        node("y1", "b", ["y2"], { active: true }),
+        node("y2", "y1", [], { active: true }),
+      ],
+    };
+    const rows = buildTreeModel(tree);
+    const { parents, leaf } = indexTree(rows);
+    assert.equal(leaf?.id, "y2");
+    // The chain from the leaf up through the rows the view nests it in, to a top row.
+    const chain: string[] = [];
+    for (let row: TreeItemModel | undefined = leaf; row; row = parents.get(row.id)) chain.push(row.id);
+    assert.deepEqual(chain, ["y2", "y1", "b"]);
+    assert.equal(parents.get("a"), undefined);
+    assert.equal(parents.get("x2")?.id, "x1");
+    assert.equal(parents.size, 6);
+    assert.equal(indexTree([]).leaf, undefined);
   });
 
   it("shows several roots as branches and survives unknown types and missing previews", () => {

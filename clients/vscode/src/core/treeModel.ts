@@ -74,6 +74,26 @@ export function buildTreeModel(tree: TreeResult): TreeItemModel[] {
   return roots.map(branch);
 }
 
+/**
+ * Each row's parent row (roots have none) and the leaf's row: what a tree view needs to
+ * scroll to the leaf, since it asks for the parents of the row it reveals.
+ */
+export function indexTree(rows: TreeItemModel[]): {
+  parents: Map<string, TreeItemModel | undefined>;
+  leaf: TreeItemModel | undefined;
+} {
+  const parents = new Map<string, TreeItemModel | undefined>();
+  let leaf: TreeItemModel | undefined;
+  const stack: [TreeItemModel, TreeItemModel | undefined][] = rows.map((row) => [row, undefined]);
+  while (stack.length > 0) {
+    const [row, parent] = stack.pop()!;
+    parents.set(row.id, parent);
+    if (row.leaf) leaf = row;
+    for (const child of row.children) stack.push([child, row]);
+  }
+  return { parents, leaf };
+}
+
 /** Every row in display order (depth first), e.g. for a quick pick. */
 export function flattenTree(rows: TreeItemModel[], depth = 0): { row: TreeItemModel; depth: number }[] {
   return rows.flatMap((row) => [{ row, depth }, ...flattenTree(row.children, depth + 1)]);
