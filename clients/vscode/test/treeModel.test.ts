@@ -40,7 +40,8 @@ describe("buildTreeModel (shapes)", () => {
     assert.equal(rows[1]!.label, "hello there", "the role prefix goes, whitespace folds");
     assert.equal(rows[1]!.kind, "assistant");
     assert.equal(rows[2]!.leaf, true);
-    assert.equal(rows[2]!.description, "[checkpoint] ← leaf");
+    assert.equal(rows[2]!.label, "[checkpoint] text of c", "a label leads, where a narrow view still shows it");
+    assert.equal(rows[2]!.description, "← leaf");
     assert.match(rows[0]!.tooltip, /^message \(user\) a\n2026-01-02 03:04:05Z/);
   });
 
@@ -174,9 +175,9 @@ describe("buildTreeModel (real daemon)", () => {
     assert.equal(newBranch!.id, other[0]);
     assert.equal(newBranch!.active, true);
     assert.equal(newBranch!.expanded, true);
-    assert.match(newBranch!.description, /\[retry\]/);
+    assert.match(newBranch!.label, /^\[retry\] /);
     const leaf = flattenTree(rows).find(({ row }) => row.leaf)!.row;
     assert.equal(leaf.kind, "label", "the label entry is the leaf");
-    assert.match(newBranch!.label, /^task 9/);
+    assert.match(newBranch!.label, /^\[retry\] task 9/);
   });
 });

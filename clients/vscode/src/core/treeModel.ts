@@ -101,16 +101,15 @@ export function flattenTree(rows: TreeItemModel[], depth = 0): { row: TreeItemMo
 
 function describe(node: TreeNode, leafId: string | null): TreeItemModel {
   const kind = kindOf(node);
-  const label = labelOf(node, kind);
-  const tags: string[] = [];
-  if (node.label) tags.push(`[${node.label}]`);
-  if (node.id === leafId) tags.push("← leaf");
+  // A label goes before the text: the text is long and the view cuts a row at its
+  // width, so anything after it (the description) is rarely seen in a side bar.
+  const label = `${node.label ? `[${node.label}] ` : ""}${labelOf(node, kind)}`;
   const time = node.timestamp.replace("T", " ").replace(/\.\d+Z$/, "Z");
   return {
     id: node.id,
     kind,
     label,
-    description: tags.join(" "),
+    description: node.id === leafId ? "← leaf" : "",
     tooltip: [`${node.type}${node.role ? ` (${node.role})` : ""} ${node.id}`, time, node.preview ?? ""]
       .filter(Boolean)
       .join("\n"),
