@@ -196,7 +196,7 @@ def test_vscode_extension_in_code_server(code_server: CodeServer, out_dir: Path)
             ui.shot("opened")
             leaf = _leaf(rows)
             assert len(leaf) == 1, rows
-            labelled = [r for r in rows if "[" in r["description"]]
+            labelled = [r for r in rows if r["label"].startswith("[")]
             assert labelled, f"no label shown: {rows}"
             assert "debug-stackframe" in leaf[0]["icon"]
             assert USAGE.search(usage_before)
