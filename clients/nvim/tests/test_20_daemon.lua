@@ -316,6 +316,40 @@ R.test(':SessiondTree navigates with a summary and shows the editor text', funct
   R.eq(on_disk[#on_disk].fromId, ids.a2)
 end)
 
+R.test(':SessiondTree fits its lines to the screen, so the picker does not wrap them', function()
+  local columns = vim.o.columns
+  vim.o.columns = 40
+  local shown, long = {}, 0
+  H.script({
+    function(items, opts)
+      -- Neovim's inputlist shows "N: " and the formatted item on one screen line.
+      for i, item in ipairs(items) do
+        local line = ('%d: %s'):format(i, opts.format_item(item))
+        shown[#shown + 1] = line
+        if vim.fn.strdisplaywidth(item.line) > 40 then
+          long = long + 1
+        end
+      end
+      return nil
+    end,
+  })
+  local ok, err = pcall(R.call, function(cb)
+    sessiond.tree(cb)
+  end, 'the cancelled pick')
+  vim.o.columns = columns
+  R.ok(ok, err)
+  R.ok(long > 0, 'the fixture has lines longer than the screen')
+  for _, line in ipairs(shown) do
+    R.ok(vim.fn.strdisplaywidth(line) < 40, line)
+  end
+  R.ok(vim.tbl_contains(
+    vim.tbl_map(function(line)
+      return line:sub(-3)
+    end, shown),
+    '…'
+  ), 'cut lines end in …')
+end)
+
 R.test(':SessiondTree without a summary, and a cancelled instructions prompt', function()
   local ids = fixture.ids
   local leaf, count = current().leaf_id, current().entry_count

@@ -151,8 +151,10 @@ local function pick_entry(client, id, prompt)
   local item = async.select(items, {
     prompt = prompt,
     kind = 'sessiond.tree',
+    -- Neovim's own picker (inputlist) wraps a line longer than the screen, so that a
+    -- session of long messages shows a few entries a page; "NN: " goes before each.
     format_item = function(it)
-      return it.line
+      return tree.fit(it.line, vim.o.columns - #tostring(#items) - 3)
     end,
   })
   if not item then
