@@ -284,11 +284,30 @@ R.test(':SessiondTree navigates with a summary and shows the editor text', funct
     end
   end)
   H.script({ H.pick('Try python%-slugify'), H.pick('^Summarize the branch') })
-  local err, result = R.call(function(cb)
+  -- On a narrow screen, where the entry's text is wider than the command line.
+  local columns = vim.o.columns
+  vim.o.columns = 60
+  local echospace = vim.v.echospace
+  local notes_before = #H.notes
+  local ok, err, result = pcall(R.call, function(cb)
     sessiond.tree(cb)
   end, 'the navigation')
+  vim.o.columns = columns
   off()
+  R.ok(ok, err)
   R.eq(err, nil)
+  local moved = vim.tbl_filter(function(note)
+    return note.message:match('^sessiond: moved to ')
+  end, vim.list_slice(H.notes, notes_before + 1))
+  R.eq(#moved, 1)
+  R.match(moved[1].message, '… %(branch summarized%)$')
+  R.ok(
+    vim.fn.strdisplaywidth(moved[1].message) <= echospace,
+    ('%q fits the command line (%d cells), with no "Press ENTER" before the editor text shows'):format(
+      moved[1].message,
+      echospace
+    )
+  )
   R.eq(
     vim.tbl_map(function(choice)
       return choice.text
