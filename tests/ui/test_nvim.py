@@ -118,7 +118,8 @@ def terminal(tmp_path: Path) -> Iterator[Terminal]:
 def _pick(term: Terminal, prompt: str, choose: re.Pattern[str]) -> tuple[str, list[str]]:
     """Answers an inputlist (vim.ui.select's default), paging through '-- More --'.
     Returns the screen that showed the chosen line and every item line seen."""
-    term.wait(f"the picker {prompt!r}", re.escape(prompt))
+    # A list longer than the screen scrolls its prompt away before the first "-- More --".
+    term.wait(f"the picker {prompt!r}", rf"{re.escape(prompt)}|^1: ")
     items: list[str] = []
     chosen: str | None = None
     screen_with_choice = ""
@@ -162,14 +163,15 @@ def test_nvim_plugin_in_tmux(terminal: Terminal, tmp_path: Path, out_dir: Path) 
     assert after != before, (before, after)
 
     term.command("SessiondTree")
-    picker, items = _pick(term, "sessiond: go to", re.compile(r"user: Skip headings inside code fences"))
+    picker, items = _pick(term, "sessiond: go to", re.compile(r"user: Now non-ASCII headings"))
     term.screens.append(("tree", picker))
     assert any("▶" in line for line in items), items
     assert any(re.search(r"\[[^\]]+\]", line) for line in items), items
     _pick(term, "sessiond: summarize the branch you leave?", re.compile(r"^Summarize the branch you leave$"))
-    term.wait("the branch summarized", r"sessiond: moved to .*\(branch summarized\)", timeout=90)
+    term.wait("the branch summarized", r"^sessiond: moved to .*\(branch summarized\)$", timeout=90)
+    assert "Press ENTER" not in term.screen(), term.screen()
     term.wait("the question in a scratch buffer", r"sessiond://editor/\d+")
-    term.wait("the question's text", r"Skip headings inside code fences")
+    term.wait("the question's text", r"^Now non-ASCII headings")
     term.wait("the usage after navigating", USAGE)
     term.keep("navigated")
 
