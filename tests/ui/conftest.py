@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import shutil
+import signal
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -57,7 +57,9 @@ def _free_port() -> int:
 
 
 class CodeServer:
-    def __init__(self, root: Path, url: str, workspace: Path, logs: Path, process: subprocess.Popen[bytes]):
+    def __init__(
+        self, root: Path, url: str, workspace: Path, logs: Path, process: subprocess.Popen[bytes]
+    ):
         self.root = root
         self.url = url
         self.workspace = workspace
@@ -92,6 +94,7 @@ def code_server(tmp_path: Path, vsix: Path) -> Iterator[CodeServer]:
     common = ["--user-data-dir", str(data), "--extensions-dir", str(extensions)]
     installed = subprocess.run(
         [str(binary), *common, "--install-extension", str(vsix)],
+        check=False,
         env=env,
         capture_output=True,
         text=True,

@@ -17,7 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from .support import COMPACTION_SETTINGS, REPO, copy_sample, private_env, update_images, venv, wait_for
+from .support import (
+    COMPACTION_SETTINGS,
+    REPO,
+    copy_sample,
+    private_env,
+    update_images,
+    venv,
+    wait_for,
+)
 
 WIDTH, HEIGHT = 110, 40
 USAGE = re.compile(r"ctx (\d+)% (\d+(?:\.\d)?k?)/(\d+(?:\.\d)?[kM]?)")
@@ -44,7 +52,11 @@ class Terminal:
 
     def tmux(self, *args: str) -> str:
         done = subprocess.run(
-            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=True, timeout=30
+            ["tmux", "-L", self.socket, *args],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
         )
         return done.stdout
 
@@ -102,9 +114,29 @@ def terminal(tmp_path: Path) -> Iterator[Terminal]:
     socket = f"sessiond-ui-{tmp_path.name}"
     term = Terminal(socket)
     subprocess.run(
-        ["tmux", "-L", socket, "-f", "/dev/null", "new-session", "-d", "-s", "ui",
-         "-x", str(WIDTH), "-y", str(HEIGHT), "-c", str(tmp_path),
-         str(nvim), "-u", str(init), "-i", "NONE", "-n"],
+        [
+            "tmux",
+            "-L",
+            socket,
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-s",
+            "ui",
+            "-x",
+            str(WIDTH),
+            "-y",
+            str(HEIGHT),
+            "-c",
+            str(tmp_path),
+            str(nvim),
+            "-u",
+            str(init),
+            "-i",
+            "NONE",
+            "-n",
+        ],
         env=env,
         check=True,
         timeout=30,
@@ -112,7 +144,9 @@ def terminal(tmp_path: Path) -> Iterator[Terminal]:
     try:
         yield term
     finally:
-        subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, timeout=30)
+        subprocess.run(
+            ["tmux", "-L", socket, "kill-server"], check=False, capture_output=True, timeout=30
+        )
 
 
 def _pick(term: Terminal, prompt: str, choose: re.Pattern[str]) -> tuple[str, list[str]]:
@@ -123,6 +157,7 @@ def _pick(term: Terminal, prompt: str, choose: re.Pattern[str]) -> tuple[str, li
     items: list[str] = []
     chosen: str | None = None
     screen_with_choice = ""
+
     def page() -> str | None:
         text = term.screen()
         return text if "-- More --" in text or "Type number" in text else None
@@ -167,7 +202,11 @@ def test_nvim_plugin_in_tmux(terminal: Terminal, tmp_path: Path, out_dir: Path) 
     term.screens.append(("tree", picker))
     assert any("▶" in line for line in items), items
     assert any(re.search(r"\[[^\]]+\]", line) for line in items), items
-    _pick(term, "sessiond: summarize the branch you leave?", re.compile(r"^Summarize the branch you leave$"))
+    _pick(
+        term,
+        "sessiond: summarize the branch you leave?",
+        re.compile(r"^Summarize the branch you leave$"),
+    )
     term.wait("the branch summarized", r"^sessiond: moved to .*\(branch summarized\)$", timeout=90)
     assert "Press ENTER" not in term.screen(), term.screen()
     term.wait("the question in a scratch buffer", r"sessiond://editor/\d+")
@@ -181,4 +220,6 @@ def test_nvim_plugin_in_tmux(terminal: Terminal, tmp_path: Path, out_dir: Path) 
     for name, text in term.screens:
         (out_dir / f"nvim-{name}.txt").write_text(text)
     if update_images():
-        shutil.copyfile(out_dir / "nvim-tree.txt", REPO / "clients" / "nvim" / "images" / "tree.txt")
+        shutil.copyfile(
+            out_dir / "nvim-tree.txt", REPO / "clients" / "nvim" / "images" / "tree.txt"
+        )

@@ -129,7 +129,9 @@ class Workbench:
         return None
 
     def tree_row(self, label_start: str) -> Any:
-        pane = self.page.locator(".pane", has=self.page.locator(".pane-header", has_text="Agent Session"))
+        pane = self.page.locator(
+            ".pane", has=self.page.locator(".pane-header", has_text="Agent Session")
+        )
         return pane.locator(".monaco-list-row", has_text=label_start).first
 
 
@@ -167,14 +169,16 @@ def test_vscode_extension_in_code_server(code_server: CodeServer, out_dir: Path)
             ui = Workbench(page, out_dir)
             page.goto(code_server.url, wait_until="domcontentloaded")
             page.locator(".monaco-workbench .part.statusbar").wait_for(timeout=90_000)
-            page.locator(".explorer-folders-view .monaco-list-row", has_text="sample-session.jsonl").wait_for(
-                timeout=90_000
-            )
+            page.locator(
+                ".explorer-folders-view .monaco-list-row", has_text="sample-session.jsonl"
+            ).wait_for(timeout=90_000)
 
             # Open Session…: this workspace has no sessions of its own in the daemon's
             # directory, so the file is chosen with the editor's own file dialog.
             ui.run_command("sessiond: Open Session…")
-            ui.page.locator(".quick-input-list .monaco-list-row", has_text="Browse for a session file").click()
+            ui.page.locator(
+                ".quick-input-list .monaco-list-row", has_text="Browse for a session file"
+            ).click()
             path_box = page.locator(".quick-input-widget input")
             wait_for("the file dialog", lambda: path_box.input_value().startswith("/"))
             path_box.fill(str(session))
@@ -208,7 +212,8 @@ def test_vscode_extension_in_code_server(code_server: CodeServer, out_dir: Path)
             compacted = ui.wait_notification(r"^Compacted: ")
             after = ui.wait_leaf("a new compaction as the leaf", "compaction (")
             usage_after = wait_for(
-                "the status bar to change", lambda: s if (s := ui.status()) and s != usage_before else None
+                "the status bar to change",
+                lambda: s if (s := ui.status()) and s != usage_before else None,
             )
             ui.shot("compacted")
             assert _leaf(after)[0]["label"] != leaf[0]["label"]
@@ -225,7 +230,11 @@ def test_vscode_extension_in_code_server(code_server: CodeServer, out_dir: Path)
             first_words = question.rstrip("…")[:40]
             wait_for(
                 "the question back in an editor",
-                lambda: first_words in editor.inner_text().replace("\u00a0", " ") if editor.count() else None,
+                lambda: (
+                    first_words in editor.inner_text().replace("\u00a0", " ")
+                    if editor.count()
+                    else None
+                ),
                 timeout=90,
             )
             navigated = ui.wait_leaf("a branch summary as the leaf", "branch summary")
@@ -238,11 +247,17 @@ def test_vscode_extension_in_code_server(code_server: CodeServer, out_dir: Path)
                 "id": "0ddba11a",
                 "parentId": _last_entry_id(session),
                 "timestamp": "2026-05-14T10:00:00.000Z",
-                "message": {"role": "user", "content": "Also handle setext headings", "timestamp": 1},
+                "message": {
+                    "role": "user",
+                    "content": "Also handle setext headings",
+                    "timestamp": 1,
+                },
             }
             with session.open("ab") as file:
                 file.write(json.dumps(line).encode() + b"\n")
-            appended = ui.wait_leaf("the appended message in the view", "Also handle setext headings")
+            appended = ui.wait_leaf(
+                "the appended message in the view", "Also handle setext headings"
+            )
             ui.shot("followed")
             assert _leaf(navigated)[0]["label"] != _leaf(appended)[0]["label"]
 
