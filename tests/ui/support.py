@@ -82,3 +82,14 @@ def wait_for(
 
 
 USAGE = re.compile(r"(\d+(?:\.\d)?)% · (\d+(?:\.\d)?k?)/(\d+(?:\.\d)?[kM]?)")
+
+
+def replace_block(path: Path, name: str, text: str) -> None:
+    """Puts `text` between the README's `<!-- name -->` and `<!-- /name -->` lines."""
+    content = path.read_text()
+    start, end = f"<!-- {name} -->\n", f"<!-- /{name} -->"
+    before, found, rest = content.partition(start)
+    assert found, f"{path} has no {start!r}"
+    _, found, after = rest.partition(end)
+    assert found, f"{path} has no {end!r}"
+    path.write_text(f"{before}{start}{text}{end}{after}")

@@ -9,7 +9,6 @@ in tests/ui/out/.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,12 +21,13 @@ from .support import (
     REPO,
     copy_sample,
     private_env,
+    replace_block,
     update_images,
     venv,
     wait_for,
 )
 
-WIDTH, HEIGHT = 110, 40
+WIDTH, HEIGHT = 100, 30
 USAGE = re.compile(r"ctx (\d+)% (\d+(?:\.\d)?k?)/(\d+(?:\.\d)?[kM]?)")
 # What Neovim shows when something went wrong: a Lua error, an E-numbered message, a
 # traceback, or the plugin's own error notifications (vim.notify at ERROR is red, but the
@@ -151,12 +151,11 @@ def terminal(tmp_path: Path) -> Iterator[Terminal]:
 
 def _pick(term: Terminal, prompt: str, choose: re.Pattern[str]) -> tuple[str, list[str]]:
     """Answers an inputlist (vim.ui.select's default), paging through '-- More --'.
-    Returns the screen that showed the chosen line and every item line seen."""
+    Returns its last page (the leaf is at the end of the list) and every item line seen."""
     # A list longer than the screen scrolls its prompt away before the first "-- More --".
     term.wait(f"the picker {prompt!r}", rf"{re.escape(prompt)}|^1: ")
     items: list[str] = []
     chosen: str | None = None
-    screen_with_choice = ""
 
     def page() -> str | None:
         text = term.screen()
@@ -170,14 +169,15 @@ def _pick(term: Terminal, prompt: str, choose: re.Pattern[str]) -> tuple[str, li
                 items.append(line)
                 if chosen is None and choose.search(item.group(2)):
                     chosen = item.group(1)
-                    screen_with_choice = text
         if "Type number" in text:
             break
         term.keys("Space")
+        # The next page, not this one again: a second Space would skip a page.
+        wait_for("the next page", lambda previous=text: term.screen() != previous)
     assert chosen is not None, "\n".join(items)
     term.type(chosen)
     term.keys("Enter")
-    return screen_with_choice, items
+    return text, items
 
 
 def test_nvim_plugin_in_tmux(terminal: Terminal, tmp_path: Path, out_dir: Path) -> None:
@@ -220,6 +220,9 @@ def test_nvim_plugin_in_tmux(terminal: Terminal, tmp_path: Path, out_dir: Path) 
     for name, text in term.screens:
         (out_dir / f"nvim-{name}.txt").write_text(text)
     if update_images():
-        shutil.copyfile(
-            out_dir / "nvim-tree.txt", REPO / "clients" / "nvim" / "images" / "tree.txt"
-        )
+        screen = "\n".join(line.rstrip() for line in picker.splitlines()).strip("\n")
+        images = REPO / "clients" / "nvim" / "images"
+        images.mkdir(exist_ok=True)
+        (images / "tree.txt").write_text(screen + "\n")
+        for readme in (REPO / "README.md", REPO / "clients" / "nvim" / "README.md"):
+            replace_block(readme, "nvim-screen", f"```\n{screen}\n```\n")

@@ -271,4 +271,6 @@ def test_vscode_extension_in_code_server(code_server: CodeServer, out_dir: Path)
             browser.close()
     assert _extension_host_errors(code_server.logs) == []
     if update_images():
-        shutil.copyfile(ui.shots[2], REPO / "clients" / "vscode" / "images" / "agent-session.png")
+        images = REPO / "clients" / "vscode" / "images"
+        images.mkdir(exist_ok=True)
+        shutil.copyfile(ui.shots[2], images / "agent-session.png")
