@@ -28,16 +28,18 @@ describe("buildTreeModel (shapes)", () => {
       nodes: [
         node("a", null, ["b"], { active: true }),
         node("b", "a", ["c"], { active: true, role: "assistant", preview: "assistant: hello   there" }),
-        node("c", "b", [], { active: true, label: "checkpoint" }),
+        node("c", "b", ["d"], { active: true, label: "checkpoint" }),
+        node("d", "c", [], { role: "toolResult", preview: "toolResult bash (error): exit 1" }),
       ],
     };
     const rows = buildTreeModel(tree);
     assert.deepEqual(
       rows.map((r) => r.id),
-      ["a", "b", "c"],
+      ["a", "b", "c", "d"],
     );
     assert.ok(rows.every((r) => r.children.length === 0));
     assert.equal(rows[1]!.label, "hello there", "the role prefix goes, whitespace folds");
+    assert.equal(rows[3]!.label, "bash (error): exit 1", "a tool result keeps its tool, not its role");
     assert.equal(rows[1]!.kind, "assistant");
     assert.equal(rows[2]!.leaf, true);
     assert.equal(rows[2]!.label, "[checkpoint] text of c", "a label leads, where a narrow view still shows it");

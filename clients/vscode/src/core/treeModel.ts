@@ -148,7 +148,10 @@ const MAX_LABEL = 80;
 function labelOf(node: TreeNode, kind: NodeKind): string {
   let text = node.preview ?? "";
   // The daemon's previews start with the role ("user: ..."); the icon already says it.
+  // A tool result's preview names the tool after the role ("toolResult read: ..."):
+  // the role goes, the tool stays.
   if (node.role && text.startsWith(`${node.role}: `)) text = text.slice(node.role.length + 2);
+  else if (node.role === "toolResult" && text.startsWith("toolResult ")) text = text.slice("toolResult ".length);
   text = text.replace(/\s+/g, " ").trim();
   if (!text) text = kind === "other" ? node.type.replace(/_/g, " ") : kind;
   return text.length > MAX_LABEL ? `${text.slice(0, MAX_LABEL - 1)}…` : text;
