@@ -2,7 +2,7 @@
 # Installs what the real-editor tests need, from package registries only:
 #   Debian (when run as root): chromium, tmux, and the headers code-server's native modules build against
 #   npm:  code-server into tests/ui/.tools (kept between runs; gitignored)
-#   PyPI: the [ui] extra (Playwright for Python) into $SESSIOND_VENV
+#   PyPI: the [ui] extra (Playwright for Python) and Neovim into $SESSIOND_VENV
 # Playwright drives Debian's chromium; `playwright install` (which downloads browsers from
 # outside the registries) is never run.
 set -euo pipefail
@@ -52,9 +52,11 @@ if [ "$installed" != "$CODE_SERVER_VERSION" ] || [ ! -d "$tools/node_modules/cod
   (cd "$tools" && npm_config_unsafe_perm=true npm_config_yes=true npm install --no-audit --no-fund --loglevel=error "code-server@$CODE_SERVER_VERSION" >/dev/null)
 fi
 
+# Neovim: the release the plugin's own tests run (clients/nvim/run-tests.sh pins it).
+nvim_package="$(sed -n 's/^nvim_package="\(.*\)"$/\1/p' clients/nvim/run-tests.sh)"
 log="$(mktemp)"
 if ! "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-    -c constraints.txt -e ".[test,ui]" >"$log" 2>&1; then
+    -c constraints.txt -e ".[test,ui]" "$nvim_package" >"$log" 2>&1; then
   cat "$log" >&2
   rm -f "$log"
   echo "setup.sh: installing the [ui] extra into $VENV failed" >&2
