@@ -220,8 +220,14 @@ def test_vscode_extension_in_code_server(code_server: CodeServer, out_dir: Path)
             assert usage_after != usage_before
             assert compacted
 
-            # Navigate Here and Summarize the Branch Left, on the first user message.
-            users = [r for r in ui.tree() if "codicon-account" in r["icon"]]
+            # Navigate Here and Summarize the Branch Left, on the user message that opened
+            # the branch the leaf is on (the one the Neovim test picks too).
+            users = [
+                r
+                for r in ui.tree()
+                if "codicon-account" in r["icon"]
+                and r["label"].startswith("Now non-ASCII headings")
+            ]
             assert users, ui.tree()
             question = users[0]["label"]
             ui.tree_row(question).click(button="right")
