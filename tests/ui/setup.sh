@@ -20,6 +20,10 @@ command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 command -v rg >/dev/null 2>&1 || missing+=(ripgrep)
 # code-server's kerberos module compiles against gssapi's headers.
 [ -e /usr/include/gssapi/gssapi.h ] || missing+=(libkrb5-dev)
+# The sample session quotes Japanese and an emoji; without these fonts the screenshots
+# show empty boxes where they are.
+[ -d /usr/share/fonts/opentype/noto ] || missing+=(fonts-noto-cjk)
+[ -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ] || missing+=(fonts-noto-color-emoji)
 if [ "${#missing[@]}" -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "setup.sh: missing Debian packages (install them as root): ${missing[*]}" >&2
