@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the real-editor tests need, from package registries only:
-#   Debian (when run as root): chromium, tmux, and the headers code-server's native modules build against
+#   Debian (when run as root): chromium, tmux, ripgrep, CJK and emoji fonts, and the build
+#          tools and headers code-server's native modules are built with
 #   npm:  code-server into tests/ui/.tools (kept between runs; gitignored)
 #   PyPI: the [ui] extra (Playwright for Python) and Neovim into $SESSIOND_VENV
 # Playwright drives Debian's chromium; `playwright install` (which downloads browsers from
