@@ -269,9 +269,13 @@ def test_vscode_extension_in_code_server(code_server: CodeServer, out_dir: Path)
 
             assert ui.errors() == [], ui.notifications()
             assert console_errors == [], console_errors
-        except BaseException:
-            # What the screen showed when it went wrong is the first thing to look at.
+        except BaseException as failure:
+            # What the screen showed when it went wrong is the first thing to look at,
+            # and an error the editor showed is most often why a step never finished.
             ui.shot("failed")
+            errors = ui.errors()
+            if errors:
+                raise AssertionError(f"error notifications: {errors}") from failure
             raise
         finally:
             browser.close()
