@@ -2,6 +2,8 @@
 # The project's two entry points (see README.md):
 #   ./dev.sh demo   install into .venv, then run the daemon's demo on the bundled sample session
 #   ./dev.sh test   install into .venv (with the test tools), then lint, type-check and test everything
+#   ./dev.sh test-ui  install code-server, chromium, tmux and Playwright, then drive the VS Code
+#                     extension and the Neovim plugin in real editors (tests/ui, see tests/README.md)
 # Only package registries are contacted (PyPI, and npm for the TypeScript client's tests).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -67,8 +69,15 @@ case "${1:-}" in
       SESSIOND_VENV="$VENV" clients/nvim/run-tests.sh
     fi
     ;;
+  test-ui)
+    shift
+    ensure_venv "[test]"
+    SESSIOND_VENV="$VENV" tests/ui/setup.sh
+    echo "== real editors: VS Code (code-server + Chromium) and Neovim (tmux)"
+    SESSIOND_UI_TESTS=1 "$VENV/bin/python" -m pytest tests/ui "$@"
+    ;;
   *)
-    echo "usage: ./dev.sh demo | ./dev.sh test [pytest args]" >&2
+    echo "usage: ./dev.sh demo | ./dev.sh test [pytest args] | ./dev.sh test-ui [pytest args]" >&2
     exit 2
     ;;
 esac

@@ -284,11 +284,30 @@ R.test(':SessiondTree navigates with a summary and shows the editor text', funct
     end
   end)
   H.script({ H.pick('Try python%-slugify'), H.pick('^Summarize the branch') })
-  local err, result = R.call(function(cb)
+  -- On a narrow screen, where the entry's text is wider than the command line.
+  local columns = vim.o.columns
+  vim.o.columns = 60
+  local echospace = vim.v.echospace
+  local notes_before = #H.notes
+  local ok, err, result = pcall(R.call, function(cb)
     sessiond.tree(cb)
   end, 'the navigation')
+  vim.o.columns = columns
   off()
+  R.ok(ok, err)
   R.eq(err, nil)
+  local moved = vim.tbl_filter(function(note)
+    return note.message:match('^sessiond: moved to ')
+  end, vim.list_slice(H.notes, notes_before + 1))
+  R.eq(#moved, 1)
+  R.match(moved[1].message, '… %(branch summarized%)$')
+  R.ok(
+    vim.fn.strdisplaywidth(moved[1].message) <= echospace,
+    ('%q fits the command line (%d cells), with no "Press ENTER" before the editor text shows'):format(
+      moved[1].message,
+      echospace
+    )
+  )
   R.eq(
     vim.tbl_map(function(choice)
       return choice.text
@@ -314,6 +333,40 @@ R.test(':SessiondTree navigates with a summary and shows the editor text', funct
   local on_disk = H.read_entries(fixture.path)
   R.eq(on_disk[#on_disk].type, 'branch_summary')
   R.eq(on_disk[#on_disk].fromId, ids.a2)
+end)
+
+R.test(':SessiondTree fits its lines to the screen, so the picker does not wrap them', function()
+  local columns = vim.o.columns
+  vim.o.columns = 40
+  local shown, long = {}, 0
+  H.script({
+    function(items, opts)
+      -- Neovim's inputlist shows "N: " and the formatted item on one screen line.
+      for i, item in ipairs(items) do
+        local line = ('%d: %s'):format(i, opts.format_item(item))
+        shown[#shown + 1] = line
+        if vim.fn.strdisplaywidth(item.line) > 40 then
+          long = long + 1
+        end
+      end
+      return nil
+    end,
+  })
+  local ok, err = pcall(R.call, function(cb)
+    sessiond.tree(cb)
+  end, 'the cancelled pick')
+  vim.o.columns = columns
+  R.ok(ok, err)
+  R.ok(long > 0, 'the fixture has lines longer than the screen')
+  for _, line in ipairs(shown) do
+    R.ok(vim.fn.strdisplaywidth(line) < 40, line)
+  end
+  R.ok(vim.tbl_contains(
+    vim.tbl_map(function(line)
+      return line:sub(-3)
+    end, shown),
+    '…'
+  ), 'cut lines end in …')
 end)
 
 R.test(':SessiondTree without a summary, and a cancelled instructions prompt', function()

@@ -28,6 +28,19 @@ export function activate(context: vscode.ExtensionContext): void {
   };
   const tree = new SessionTreeProvider(current, fail);
   const view = vscode.window.createTreeView("sessiond.sessionTree", { treeDataProvider: tree, showCollapseAll: true });
+  // A session is read from its leaf back; a long one would open scrolled to its first
+  // entry, far from where the agent is. Scroll to the leaf whenever it moves, and only
+  // then, so that a redraw does not take the user away from what they scrolled to.
+  let revealedLeaf: string | undefined;
+  const revealLeaf = tree.onDidLoad((leaf) => {
+    if (!leaf || leaf.id === revealedLeaf) return;
+    revealedLeaf = leaf.id;
+    setTimeout(() => {
+      view.reveal(leaf, { select: false, focus: false, expand: true }).then(undefined, (error: unknown) => {
+        output.warn(`could not scroll to the leaf: ${String(error)}`);
+      });
+    }, 0);
+  });
 
   const command = (id: string, run: (...args: never[]) => Promise<unknown>) =>
     vscode.commands.registerCommand(id, (...args: never[]) => run(...args).catch(fail));
@@ -47,13 +60,17 @@ export function activate(context: vscode.ExtensionContext): void {
     output,
     tree,
     view,
+    revealLeaf,
     createStatusBar(current),
     current.onDidChangeSession((session) => {
       void vscode.commands.executeCommand("setContext", "sessiond.hasSession", session !== undefined);
       view.description = session?.name ?? (session ? session.path.split(/[\\/]/).pop() : undefined);
     }),
     command("sessiond.openSession", async (uri?: vscode.Uri) => {
-      await current.pickAndOpen(vscodeUi, uri?.fsPath);
+      const opened = await current.pickAndOpen(vscodeUi, uri?.fsPath);
+      // The view starts collapsed at the foot of the Explorer: without this, opening a
+      // session changes nothing the user can see but the status bar.
+      if (opened) await vscode.commands.executeCommand("sessiond.sessionTree.focus");
     }),
     command("sessiond.showSessionFile", async () => {
       if (current.session)

@@ -46,6 +46,28 @@ describe("configuration", () => {
     assert.equal(normalizeConfig({ socket: "  /run/agent.sock " }).socket, "/run/agent.sock");
   });
 
+  it("sends settings that VS Code handed out as read-only proxies", () => {
+    // What workspace.getConfiguration().get() returns for an object setting: a proxy that
+    // refuses writes. structuredClone cannot copy a proxy, and the daemon never started.
+    const readOnly = <T extends object>(value: T): T =>
+      new Proxy(value, {
+        set: () => {
+          throw new TypeError("read-only");
+        },
+        get: (target, key) => {
+          const inner = Reflect.get(target, key) as unknown;
+          return typeof inner === "object" && inner !== null ? readOnly(inner) : inner;
+        },
+      });
+    const settings = readOnly({ compaction: { keepRecentTokens: 1500 } });
+    for (const enabled of [false, true]) {
+      const config = normalizeConfig({ settings, llm: { enabled } });
+      const sent = initializeSettings(config);
+      assert.equal(sent.compaction && (sent.compaction as { keepRecentTokens: number }).keepRecentTokens, 1500);
+      assert.doesNotThrow(() => structuredClone(sent));
+    }
+  });
+
   it("puts the client summarizer first when the editor's model is enabled", () => {
     const user = {
       summarizer: { candidates: [{ kind: "openai", model: "m" }, { kind: "client" }], extractiveFallback: false },

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { SessiondClient, TreeNode, TreeResult } from "@sessiond/client";
-import { buildTreeModel, flattenTree } from "../src/core/treeModel";
+import { buildTreeModel, flattenTree, indexTree, type TreeItemModel } from "../src/core/treeModel";
 import { SMALL_CONTEXT_WINDOW, createSandbox, type Sandbox } from "@sessiond/client/testing";
 import { filledSession, startClient, turn } from "./helpers";
 
@@ -28,19 +28,22 @@ describe("buildTreeModel (shapes)", () => {
       nodes: [
         node("a", null, ["b"], { active: true }),
         node("b", "a", ["c"], { active: true, role: "assistant", preview: "assistant: hello   there" }),
-        node("c", "b", [], { active: true, label: "checkpoint" }),
+        node("c", "b", ["d"], { active: true, label: "checkpoint" }),
+        node("d", "c", [], { role: "toolResult", preview: "toolResult bash (error): exit 1" }),
       ],
     };
     const rows = buildTreeModel(tree);
     assert.deepEqual(
       rows.map((r) => r.id),
-      ["a", "b", "c"],
+      ["a", "b", "c", "d"],
     );
     assert.ok(rows.every((r) => r.children.length === 0));
     assert.equal(rows[1]!.label, "hello there", "the role prefix goes, whitespace folds");
+    assert.equal(rows[3]!.label, "bash (error): exit 1", "a tool result keeps its tool, not its role");
     assert.equal(rows[1]!.kind, "assistant");
     assert.equal(rows[2]!.leaf, true);
-    assert.equal(rows[2]!.description, "[checkpoint] ← leaf");
+    assert.equal(rows[2]!.label, "[checkpoint] text of c", "a label leads, where a narrow view still shows it");
+    assert.equal(rows[2]!.description, "← leaf");
     assert.match(rows[0]!.tooltip, /^message \(user\) a\n2026-01-02 03:04:05Z/);
   });
 
@@ -85,6 +88,32 @@ describe("buildTreeModel (shapes)", () => {
       flattenTree(rows).map(({ row, depth }) => `${depth}:${row.id}`),
       ["0:a", "0:b", "1:x1", "2:x2", "1:y1", "2:y2"],
     );
+  });
+
+  it("knows every row's parent row and the leaf, for scrolling the view to the leaf", () => {
+    const tree: TreeResult = {
+      rootIds: ["a"],
+      leafId: "y2",
+      nodes: [
+        node("a", null, ["b"], { active: true }),
+        node("b", "a", ["x1", "y1"], { active: true }),
+        node("x1", "b", ["x2"]),
+        node("x2", "x1", []),
+        node("y1", "b", ["y2"], { active: true }),
+        node("y2", "y1", [], { active: true }),
+      ],
+    };
+    const rows = buildTreeModel(tree);
+    const { parents, leaf } = indexTree(rows);
+    assert.equal(leaf?.id, "y2");
+    // The chain from the leaf up through the rows the view nests it in, to a top row.
+    const chain: string[] = [];
+    for (let row: TreeItemModel | undefined = leaf; row; row = parents.get(row.id)) chain.push(row.id);
+    assert.deepEqual(chain, ["y2", "y1", "b"]);
+    assert.equal(parents.get("a"), undefined);
+    assert.equal(parents.get("x2")?.id, "x1");
+    assert.equal(parents.size, 6);
+    assert.equal(indexTree([]).leaf, undefined);
   });
 
   it("shows several roots as branches and survives unknown types and missing previews", () => {
@@ -148,9 +177,9 @@ describe("buildTreeModel (real daemon)", () => {
     assert.equal(newBranch!.id, other[0]);
     assert.equal(newBranch!.active, true);
     assert.equal(newBranch!.expanded, true);
-    assert.match(newBranch!.description, /\[retry\]/);
+    assert.match(newBranch!.label, /^\[retry\] /);
     const leaf = flattenTree(rows).find(({ row }) => row.leaf)!.row;
     assert.equal(leaf.kind, "label", "the label entry is the leaf");
-    assert.match(newBranch!.label, /^task 9/);
+    assert.match(newBranch!.label, /^\[retry\] task 9/);
   });
 });

@@ -151,8 +151,10 @@ local function pick_entry(client, id, prompt)
   local item = async.select(items, {
     prompt = prompt,
     kind = 'sessiond.tree',
+    -- Neovim's own picker (inputlist) wraps a line longer than the screen, so that a
+    -- session of long messages shows a few entries a page; "NN: " goes before each.
     format_item = function(it)
-      return it.line
+      return tree.fit(it.line, vim.o.columns - #tostring(#items) - 3)
     end,
   })
   if not item then
@@ -241,7 +243,11 @@ function M.tree(callback)
       result.buffer = M.show_editor_text(editor_text, plugin().config.editor)
     end
     local summarized = result.summaryEntry and result.summaryEntry ~= vim.NIL
-    notify(('moved to %s%s'):format(item.text, summarized and ' (branch summarized)' or ''))
+    local suffix = summarized and ' (branch summarized)' or ''
+    -- A message wider than the command line stops Neovim at "Press ENTER" before it
+    -- draws the window with the editor text just opened.
+    local room = vim.v.echospace - vim.fn.strdisplaywidth('sessiond: moved to ' .. suffix)
+    notify(('moved to %s%s'):format(tree.fit(item.text, room), suffix))
     return result
   end, callback)
 end

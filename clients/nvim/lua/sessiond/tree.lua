@@ -173,6 +173,28 @@ function M.find(items, id)
   end
 end
 
+--- `line` cut to `width` display cells, ending in "…" when cut.
+---@param line string
+---@param width integer
+---@return string
+function M.fit(line, width)
+  if width < 1 then
+    return ''
+  end
+  if vim.fn.strdisplaywidth(line) <= width then
+    return line
+  end
+  local chars = vim.fn.strchars(line)
+  local cut = math.min(chars, width - 1)
+  local text = vim.fn.strcharpart(line, 0, cut)
+  -- Wide characters take two cells: drop characters until the text and "…" fit.
+  while cut > 0 and vim.fn.strdisplaywidth(text) > width - 1 do
+    cut = cut - 1
+    text = vim.fn.strcharpart(line, 0, cut)
+  end
+  return text .. '…'
+end
+
 --- The display lines of the items (what the picker shows).
 function M.lines(items)
   return vim.tbl_map(function(item)

@@ -33,7 +33,10 @@ export function normalizeConfig(raw: RawConfig): ExtensionConfig {
     Array.isArray(raw.command) && raw.command.length > 0 && raw.command.every((a): a is string => typeof a === "string")
       ? raw.command
       : DEFAULT_CONFIG.command;
-  const settings = isObject(raw.settings) ? raw.settings : {};
+  // VS Code hands out settings as read-only proxies, which structuredClone (and so
+  // anything that copies them across a worker or into a request) refuses; settings.json
+  // holds JSON, so a JSON copy is exact.
+  const settings = isObject(raw.settings) ? (JSON.parse(JSON.stringify(raw.settings)) as Record<string, unknown>) : {};
   const contextWindow =
     typeof raw.contextWindow === "number" && raw.contextWindow > 0 ? Math.floor(raw.contextWindow) : 0;
   return {

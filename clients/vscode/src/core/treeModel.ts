@@ -74,6 +74,26 @@ export function buildTreeModel(tree: TreeResult): TreeItemModel[] {
   return roots.map(branch);
 }
 
+/**
+ * Each row's parent row (roots have none) and the leaf's row: what a tree view needs to
+ * scroll to the leaf, since it asks for the parents of the row it reveals.
+ */
+export function indexTree(rows: TreeItemModel[]): {
+  parents: Map<string, TreeItemModel | undefined>;
+  leaf: TreeItemModel | undefined;
+} {
+  const parents = new Map<string, TreeItemModel | undefined>();
+  let leaf: TreeItemModel | undefined;
+  const stack: [TreeItemModel, TreeItemModel | undefined][] = rows.map((row) => [row, undefined]);
+  while (stack.length > 0) {
+    const [row, parent] = stack.pop()!;
+    parents.set(row.id, parent);
+    if (row.leaf) leaf = row;
+    for (const child of row.children) stack.push([child, row]);
+  }
+  return { parents, leaf };
+}
+
 /** Every row in display order (depth first), e.g. for a quick pick. */
 export function flattenTree(rows: TreeItemModel[], depth = 0): { row: TreeItemModel; depth: number }[] {
   return rows.flatMap((row) => [{ row, depth }, ...flattenTree(row.children, depth + 1)]);
@@ -81,16 +101,15 @@ export function flattenTree(rows: TreeItemModel[], depth = 0): { row: TreeItemMo
 
 function describe(node: TreeNode, leafId: string | null): TreeItemModel {
   const kind = kindOf(node);
-  const label = labelOf(node, kind);
-  const tags: string[] = [];
-  if (node.label) tags.push(`[${node.label}]`);
-  if (node.id === leafId) tags.push("← leaf");
+  // A label goes before the text: the text is long and the view cuts a row at its
+  // width, so anything after it (the description) is rarely seen in a side bar.
+  const label = `${node.label ? `[${node.label}] ` : ""}${labelOf(node, kind)}`;
   const time = node.timestamp.replace("T", " ").replace(/\.\d+Z$/, "Z");
   return {
     id: node.id,
     kind,
     label,
-    description: tags.join(" "),
+    description: node.id === leafId ? "← leaf" : "",
     tooltip: [`${node.type}${node.role ? ` (${node.role})` : ""} ${node.id}`, time, node.preview ?? ""]
       .filter(Boolean)
       .join("\n"),
@@ -129,7 +148,10 @@ const MAX_LABEL = 80;
 function labelOf(node: TreeNode, kind: NodeKind): string {
   let text = node.preview ?? "";
   // The daemon's previews start with the role ("user: ..."); the icon already says it.
+  // A tool result's preview names the tool after the role ("toolResult read: ..."):
+  // the role goes, the tool stays.
   if (node.role && text.startsWith(`${node.role}: `)) text = text.slice(node.role.length + 2);
+  else if (node.role === "toolResult" && text.startsWith("toolResult ")) text = text.slice("toolResult ".length);
   text = text.replace(/\s+/g, " ").trim();
   if (!text) text = kind === "other" ? node.type.replace(/_/g, " ") : kind;
   return text.length > MAX_LABEL ? `${text.slice(0, MAX_LABEL - 1)}…` : text;

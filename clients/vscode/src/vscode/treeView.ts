@@ -1,6 +1,6 @@
 import * as vscode from "vscode";
 import type { SessionController } from "../core/controller.js";
-import type { NodeKind, TreeItemModel } from "../core/treeModel.js";
+import { indexTree, type NodeKind, type TreeItemModel } from "../core/treeModel.js";
 
 const ICONS: Record<NodeKind, string> = {
   user: "account",
@@ -20,6 +20,10 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemMode
   private readonly changed = new vscode.EventEmitter<void>();
   readonly onDidChangeTreeData = this.changed.event;
   private readonly subscription: { dispose(): void };
+  private parents = new Map<string, TreeItemModel | undefined>();
+  private readonly loaded = new vscode.EventEmitter<TreeItemModel | undefined>();
+  /** The rows were read again; the leaf's row (if any) can now be revealed. */
+  readonly onDidLoad = this.loaded.event;
 
   constructor(
     private readonly controller: SessionController,
@@ -35,11 +39,19 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemMode
   async getChildren(element?: TreeItemModel): Promise<TreeItemModel[]> {
     if (element) return element.children;
     try {
-      return await this.controller.treeModel();
+      const rows = await this.controller.treeModel();
+      const { parents, leaf } = indexTree(rows);
+      this.parents = parents;
+      this.loaded.fire(leaf);
+      return rows;
     } catch (error) {
       this.onError(error);
       return [];
     }
+  }
+
+  getParent(row: TreeItemModel): TreeItemModel | undefined {
+    return this.parents.get(row.id);
   }
 
   getTreeItem(row: TreeItemModel): vscode.TreeItem {
@@ -65,5 +77,6 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemMode
   dispose(): void {
     this.subscription.dispose();
     this.changed.dispose();
+    this.loaded.dispose();
   }
 }
