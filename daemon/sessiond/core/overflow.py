@@ -14,50 +14,90 @@ from functools import cache
 
 from .messages import AnyMessage, AssistantMessage
 
-_OVERFLOW_PATTERNS: tuple[str, ...] = (
+# Each pattern is pi's (or oh-my-pi's) regular expression cut at its ``.*``: its pieces
+# must appear in this order on one line (JavaScript's ``.`` stops at \n, \r, U+2028
+# and U+2029). Matched whole, ``a.*b.*c`` backtracks in cubic time over a line that
+# repeats ``a`` and ``b`` without ``c``: 15 KB of "input too long " took two minutes,
+# and error messages come from providers, session files and clients. Piece by piece,
+# the earliest match of each piece after the previous one decides in linear time; each
+# piece is a literal (at most with an optional last letter that no following piece
+# begins with), so the leftmost match is also the one that ends first.
+_OVERFLOW_PATTERNS: tuple[tuple[str, ...], ...] = (
     # pi
-    r"prompt is too long",
-    r"input is too long for requested model",
-    r"exceeds the context window",
-    r"input token count.*exceeds the maximum",
-    r"maximum prompt length is \d+",
-    r"reduce the length of the messages",
-    r"maximum context length is \d+ tokens",
-    r"exceeds the limit of \d+",
-    r"exceeds the available context size",
-    r"greater than the context length",
-    r"context window exceeds limit",
-    r"exceeded model token limit",
-    r"too large for model with \d+ maximum context length",
-    r"model_context_window_exceeded",
-    r"prompt too long; exceeded (?:max )?context length",
-    r"context[_ ]length[_ ]exceeded",
-    r"too many tokens",
-    r"token limit exceeded",
+    ("prompt is too long",),
+    ("input is too long for requested model",),
+    ("exceeds the context window",),
+    ("input token count", "exceeds the maximum"),
+    (r"maximum prompt length is \d+",),
+    ("reduce the length of the messages",),
+    (r"maximum context length is \d+ tokens",),
+    (r"exceeds the limit of \d+",),
+    ("exceeds the available context size",),
+    ("greater than the context length",),
+    ("context window exceeds limit",),
+    ("exceeded model token limit",),
+    (r"too large for model with \d+ maximum context length",),
+    ("model_context_window_exceeded",),
+    ("prompt too long; exceeded (?:max )?context length",),
+    ("context[_ ]length[_ ]exceeded",),
+    ("too many tokens",),
+    ("token limit exceeded",),
     # oh-my-pi
-    r"requested tokens?.*exceed.*context (window|length|size)",
-    r"context (window|length|size).*(exceeded|overflow|too small)",
-    r"(prompt|input).*(too long|too large).*(context|n_ctx)",
-    r"requested tokens?.*(exceeds?|greater than).*(n_ctx|context)",
-    r"request_too_large",
-    r"request exceeds the maximum size",
-    r"payload too large",
-    r"entity too large",
-    r"\b413\b.*\b(request|payload|entity)\b.*\btoo large\b",
+    ("requested tokens?", "exceed", "context (window|length|size)"),
+    ("context (window|length|size)", "(exceeded|overflow|too small)"),
+    ("(prompt|input)", "(too long|too large)", "(context|n_ctx)"),
+    ("requested tokens?", "(exceeds?|greater than)", "(n_ctx|context)"),
+    ("request_too_large",),
+    ("request exceeds the maximum size",),
+    ("payload too large",),
+    ("entity too large",),
+    (r"\b413\b", r"\b(request|payload|entity)\b", r"\btoo large\b"),
 )
+_LINE_END = re.compile("[\n\r\u2028\u2029]")
+
+_Pieces = tuple[re.Pattern[str], ...]
 
 
 @cache
-def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
-    """Compiled on first use (start-up time): overflow, bare-status, not-overflow."""
-    overflow = re.compile("|".join(f"(?:{p})" for p in _OVERFLOW_PATTERNS), re.IGNORECASE)
-    # Cerebras and Mistral answer an oversized prompt with a bare status line.
-    no_body = re.compile(r"^4(00|13)\s*(status code)?\s*\(no body\)", re.IGNORECASE)
+def _patterns() -> tuple[re.Pattern[str], tuple[_Pieces, ...], re.Pattern[str], re.Pattern[str]]:
+    """Compiled on first use (start-up time): the one-piece overflow patterns as one
+    expression, the others piece by piece, bare-status, not-overflow."""
+    single = re.compile(
+        "|".join(f"(?:{p[0]})" for p in _OVERFLOW_PATTERNS if len(p) == 1), re.IGNORECASE
+    )
+    chained = tuple(
+        tuple(re.compile(piece, re.IGNORECASE) for piece in p)
+        for p in _OVERFLOW_PATTERNS
+        if len(p) > 1
+    )
+    # Cerebras and Mistral answer an oversized prompt with a bare status line. pi's
+    # ``\s*(status code)?\s*`` with the optional part folded in, so that a long run of
+    # spaces is not tried at every split between the two ``\s*``.
+    no_body = re.compile(r"^4(00|13)\s*(?:status code\s*)?\(no body\)", re.IGNORECASE)
     # Rate limiting can mention sizes too; pi 0.73.1 never treats these as overflow.
     not_overflow = re.compile(
         r"^(?:Throttling error|Service unavailable):|rate limit|too many requests", re.IGNORECASE
     )
-    return overflow, no_body, not_overflow
+    return single, chained, no_body, not_overflow
+
+
+def _in_order_on_one_line(pieces: _Pieces, text: str) -> bool:
+    first, rest = pieces[0], pieces[1:]
+    position = 0
+    while (found := first.search(text, position)) is not None:
+        line_end = _LINE_END.search(text, found.end())
+        end = line_end.start() if line_end is not None else len(text)
+        at = found.end()
+        for piece in rest:
+            match = piece.search(text, at, end)
+            if match is None:
+                break
+            at = match.end()
+        else:
+            return True
+        # The first piece's earliest match on this line was the best start it had.
+        position = end + 1
+    return False
 
 
 # A "length" stop with no output at 99 % of the window: the prompt filled it.
@@ -66,10 +106,12 @@ _FULL_WINDOW_SHARE = 0.99
 
 def is_overflow_error_message(text: str) -> bool:
     """True when a provider's error text says the prompt did not fit."""
-    overflow, no_body, not_overflow = _patterns()
+    single, chained, no_body, not_overflow = _patterns()
     if not_overflow.search(text):
         return False
-    return bool(overflow.search(text) or no_body.search(text))
+    if single.search(text) or no_body.search(text):
+        return True
+    return any(_in_order_on_one_line(pieces, text) for pieces in chained)
 
 
 def is_context_overflow(message: AnyMessage, context_window: int | None = None) -> bool:

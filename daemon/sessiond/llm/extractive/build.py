@@ -401,7 +401,10 @@ def _prose_names(text: str) -> tuple[str, ...]:
     return tuple(match.group(0).rstrip(".") for match in _PROSE_NAME.finditer(prose))
 
 
-_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+")
+# The scheme's length is bounded: unbounded, every word start of a long run like
+# "a-a-a-..." scanned to its end looking for "://", quadratic in the run's length (a
+# 400 KB line took minutes). Real schemes are short.
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]{0,31}://\S+")
 _CODE_SPAN = re.compile(r"`[^`\n]*`")
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from sessiond.core.fileops import strip_file_tags
+
 MARKER = "*Offline extractive summary: built by rules from the conversation text, without a model.*"
 
-_FILE_TAGS = re.compile(r"<(read-files|modified-files)>.*?</\1>\s*", re.DOTALL)
 _HEADING = re.compile(r"^(#{2,3})\s+(.+?)\s*#*\s*$")
 _NUMBERED = re.compile(r"^\s*\d+[.)]\s+")
 _NONE_ITEM = re.compile(r"^[-*]?\s*\(?none[^)]*\)?\.?$", re.IGNORECASE)
@@ -60,7 +61,7 @@ def _section_for(level: int, title: str, current: str | None) -> str | None:
 def parse_checkpoint(text: str) -> Checkpoint:
     """Sections of a summary; text under unknown headings goes to Critical Context."""
     checkpoint = Checkpoint()
-    text = _FILE_TAGS.sub("", text)
+    text = strip_file_tags(text)
     section: str | None = None
     skipping_stale = False
     for raw in text.splitlines():

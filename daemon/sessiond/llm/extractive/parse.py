@@ -31,7 +31,9 @@ _PART_BOUNDARY = re.compile(
 _CONVERSATION_OPEN = "<conversation>\n"
 _CONVERSATION_CLOSE = "\n</conversation>"
 # How convertToLlm wraps compaction and branch summaries it turns into user text.
-_WRAPPED_SUMMARY = re.compile(r"<summary>\n?(.*?)\n?</summary>", re.DOTALL)
+_SUMMARY_OPEN, _SUMMARY_CLOSE = "<summary>", "</summary>"
+# A wrapped summary's tag comes after the short sentence that introduces it.
+_SUMMARY_WITHIN = 400
 _FOCUS = re.compile(r"(?:^|\n)Additional focus: (.+)\s*$", re.DOTALL)
 
 
@@ -126,10 +128,15 @@ def parse_conversation(text: str) -> list[Part]:
 
 def unwrap_summary(user_text: str) -> str | None:
     """The summary inside a user part that is a wrapped compaction or branch summary."""
-    match = _WRAPPED_SUMMARY.search(user_text)
-    if match is None or match.start() > 400:
+    # Found with str.find, not a lazy regex search: that rescanned to the end of the
+    # text from every "<summary>" without a closing tag, quadratic in hostile text.
+    opening = user_text.find(_SUMMARY_OPEN, 0, _SUMMARY_WITHIN + len(_SUMMARY_OPEN))
+    if opening < 0:
         return None
-    return match.group(1).strip()
+    closing = user_text.find(_SUMMARY_CLOSE, opening + len(_SUMMARY_OPEN))
+    if closing < 0:
+        return None
+    return user_text[opening + len(_SUMMARY_OPEN) : closing].strip()
 
 
 _CALL_NAME = re.compile(r"\s*([^\s(;]+)\(")
