@@ -1,6 +1,6 @@
 """Text from outside is read in linear time: error messages, summaries and conversations.
 
-Three readers of untrusted text backtracked badly on crafted input, found by feeding
+Four readers of untrusted text backtracked badly on crafted input, found by feeding
 every reader long runs of short units and comparing the time at n and 4n characters:
 
 - Overflow detection (``isContextOverflow``'s patterns) matched ``a.*b.*c`` whole:
@@ -10,6 +10,8 @@ every reader long runs of short units and comparing the time at n and 4n charact
   every space: a model answering 100 KB of spaces cost 44 s.
 - The offline summarizer's URL and wrapped-summary patterns rescanned to the end from
   every word start: a 400 KB line of "a-a-a-..." took a minute.
+- Scrubbing key-shaped text from provider errors looked for a digit to the end of the
+  run from every "sk-" in it: 120 KB of "sk-sk-..." took 110 s.
 
 Each reader must decide exactly as the regular expressions it replaced (checked on
 random texts against them) and finish texts of a few hundred KB in a small fraction of
@@ -157,3 +159,13 @@ def summarize(text: str) -> str:
 def test_the_offline_summary_of_a_crafted_conversation_takes_linear_time(unit: str) -> None:
     text = unit * (200_000 // len(unit))
     assert timed(summarize, text) < BOUND_S
+
+
+def test_key_shaped_text_is_scrubbed_in_linear_time() -> None:
+    from sessiond.llm.errors import scrub
+
+    crafted = "sk-" * 60_000
+    assert timed(lambda t: scrub(t, []), crafted) < BOUND_S
+    assert scrub(crafted, []) == crafted, "no digit: not a key"
+    leaked = "proxy said: Bearer abc123def456ghi and sk-proj-abcdef1234567890xyz, sorry"
+    assert scrub(leaked, []) == "proxy said: [redacted] and [redacted], sorry"
