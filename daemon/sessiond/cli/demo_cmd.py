@@ -24,10 +24,12 @@ from .render import PictureNode, picture
 
 _SAMPLE_NAME = "sample-session.jsonl"
 # Demo settings, sent with initialize: the offline summarizer, whatever the user's
-# settings file says, and a keep budget small enough for the sample to compact.
+# settings file says, and a keep budget small enough for the sample to compact with
+# work since its earlier compaction to summarize (at 1,500 the cut splits the last
+# turn and the earlier summary is carried over unchanged, as pi does).
 _DEMO_SETTINGS: dict[str, Any] = {
     "summarizer": {"candidates": []},
-    "compaction": {"keepRecentTokens": 1500},
+    "compaction": {"keepRecentTokens": 1000},
 }
 
 
@@ -191,10 +193,10 @@ async def _demo(path: Path) -> int:
             f"{compacted.tokens_before:,} -> {compacted.tokens_after:,} tokens"
         )
         summary_lines = entry["summary"].splitlines()
-        for line in summary_lines[:14]:
+        for line in summary_lines[:20]:
             print(f"  | {line}")
-        if len(summary_lines) > 14:
-            print(f"  | ... ({len(summary_lines) - 14} more lines)")
+        if len(summary_lines) > 20:
+            print(f"  | ... ({len(summary_lines) - 20} more lines)")
 
         _heading("Navigating back to an earlier question, with a branch summary")
         tree = await client.tree(sid)

@@ -48,6 +48,9 @@ _ERROR_LINE = re.compile(
 )
 _EXIT_LINE = re.compile(r"exited with (code|status) \d+|exit (code|status):? \d+", re.IGNORECASE)
 _NO_ERROR = re.compile(r"\b(0|no) (failed|failures|errors?)\b", re.IGNORECASE)
+# A shell run the user made themselves (pi's "!command"), as the model is shown it:
+# a command and its output, not a request to answer.
+_USER_SHELL_RUN = re.compile(r"Ran `(.+)`\n")
 
 
 @dataclass
@@ -173,6 +176,13 @@ def _read_part(facts: Facts, part: Part, waiting: deque[Action]) -> None:
         summary = unwrap_summary(part.text)
         if summary is not None:
             facts.earlier_summaries.append(summary)
+            return
+        shell_run = _USER_SHELL_RUN.match(part.text)
+        if shell_run is not None:
+            output = part.text[shell_run.end() :]
+            action = Action(tool="bash", command=shell_run.group(1).strip(), answered=True)
+            action.error = result_error(output, command=True)
+            _current(facts).actions.append(action)
             return
         request = part.text.strip()
         if request:
