@@ -523,17 +523,16 @@ def test_the_assistants_voice_is_dropped_only_where_the_line_still_reads():
 
 
 def test_a_shell_run_the_user_made_is_a_command_not_a_request():
-    prompt = (
-        "<conversation>\n"
-        "[User]: Rename the config loader to load_settings.\n\n"
-        '[Assistant tool calls]: edit(path="src/config.py", newText="def load_settings():")\n\n'
-        "[Tool result]: Successfully replaced 1 block(s) in src/config.py.\n\n"
-        "[Assistant]: Renamed it in `src/config.py`.\n\n"
-        "[User]: Ran `pytest -q tests/test_config.py`\n```\n1 failed, 3 passed\n```\n\n"
-        "Command exited with code 1\n"
-        "</conversation>"
+    text = summary(
+        prompt_of(
+            "[User]: Rename the config loader to load_settings.",
+            '[Assistant tool calls]: edit(path="src/config.py", newText="def load_settings():")',
+            "[Tool result]: Successfully replaced 1 block(s) in src/config.py.",
+            "[Assistant]: Renamed it in `src/config.py`.",
+            "[User]: Ran `pytest -q tests/test_config.py`\n```\n1 failed, 3 passed\n```\n\n"
+            "Command exited with code 1",
+        )
     )
-    text = summary(prompt)
     assert "Ran `pytest" not in text and "open user request" not in text
     # Its failure is read from its output, as a tool's would be.
     blocked = section(text, "Progress").split("### Blocked")[1]

@@ -20,6 +20,22 @@ function node(id: string, parentId: string | null, children: string[], extra: Pa
   };
 }
 
+/** a - b, where the session branched: x1 - x2 left behind, y1 - y2 (the leaf) active. */
+function branchedTree(leaf: Partial<TreeNode> = {}): TreeResult {
+  return {
+    rootIds: ["a"],
+    leafId: "y2",
+    nodes: [
+      node("a", null, ["b"], { active: true }),
+      node("b", "a", ["x1", "y1"], { active: true }),
+      node("x1", "b", ["x2"]),
+      node("x2", "x1", []),
+      node("y1", "b", ["y2"], { active: true }),
+      node("y2", "y1", [], { active: true, ...leaf }),
+    ],
+  };
+}
+
 describe("buildTreeModel (shapes)", () => {
   it("shows a linear session as a flat list, leaf marked", () => {
     const tree: TreeResult = {
@@ -48,23 +64,11 @@ describe("buildTreeModel (shapes)", () => {
   });
 
   it("nests only at branch points, opening the active branch", () => {
-    const tree: TreeResult = {
-      rootIds: ["a"],
-      leafId: "y2",
-      nodes: [
-        node("a", null, ["b"], { active: true }),
-        node("b", "a", ["x1", "y1"], { active: true }),
-        node("x1", "b", ["x2"]),
-        node("x2", "x1", []),
-        node("y1", "b", ["y2"], { active: true }),
-        node("y2", "y1", [], {
-          active: true,
-          type: "compaction",
-          role: null,
-          preview: "compaction (1,200 tokens before): summary",
-        }),
-      ],
-    };
+    const tree = branchedTree({
+      type: "compaction",
+      role: null,
+      preview: "compaction (1,200 tokens before): summary",
+    });
     const rows = buildTreeModel(tree);
     assert.deepEqual(
       rows.map((r) => r.id),
@@ -91,18 +95,7 @@ describe("buildTreeModel (shapes)", () => {
   });
 
   it("knows every row's parent row and the leaf, for scrolling the view to the leaf", () => {
-    const tree: TreeResult = {
-      rootIds: ["a"],
-      leafId: "y2",
-      nodes: [
-        node("a", null, ["b"], { active: true }),
-        node("b", "a", ["x1", "y1"], { active: true }),
-        node("x1", "b", ["x2"]),
-        node("x2", "x1", []),
-        node("y1", "b", ["y2"], { active: true }),
-        node("y2", "y1", [], { active: true }),
-      ],
-    };
+    const tree = branchedTree();
     const rows = buildTreeModel(tree);
     const { parents, leaf } = indexTree(rows);
     assert.equal(leaf?.id, "y2");

@@ -48,8 +48,8 @@ _ERROR_LINE = re.compile(
 )
 _EXIT_LINE = re.compile(r"exited with (code|status) \d+|exit (code|status):? \d+", re.IGNORECASE)
 _NO_ERROR = re.compile(r"\b(0|no) (failed|failures|errors?)\b", re.IGNORECASE)
-# A shell run the user made themselves (pi's "!command"), as the model is shown it:
-# a command and its output, not a request to answer.
+# A shell run the user made themselves (pi's "!command"), as the model is shown it
+# (``core.convert.bash_execution_text``): a command and its output, not a request.
 _USER_SHELL_RUN = re.compile(r"Ran `(.+)`\n")
 
 
