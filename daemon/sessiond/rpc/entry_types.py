@@ -27,6 +27,7 @@ from sessiond.core.convert import LlmMessage
 from sessiond.core.entries import KnownEntry
 from sessiond.core.messages import (
     AgentMessage,
+    AssistantContentBlock,
     AssistantMessage,
     BashExecutionMessage,
     CustomMessage,
@@ -210,6 +211,17 @@ SCHEMA_UNIONS: dict[str, tuple[Any, str, dict[str, Any]]] = {
     "LlmMessage": (
         LlmMessage,
         "A message as a provider receives it: `context/build` in the `llm` format.",
+        {},
+    ),
+    "UserContentBlock": (
+        UserContentBlock,
+        "A content block of a user-side message (user, developer, tool result, custom): "
+        "text or an image, tagged by `type`.",
+        {},
+    ),
+    "AssistantContentBlock": (
+        AssistantContentBlock,
+        "A content block of an assistant message, tagged by `type`.",
         {},
     ),
     "EntryInput": (
