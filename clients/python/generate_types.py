@@ -239,7 +239,9 @@ class Generator:
         ]
         for row in table:
             if row["kind"] == "request" and row["direction"] == "clientToServer":
-                out.append(f"    {row['method']!r}: ({kind(row['params'])}, {kind(row['result'])}),")
+                out.append(
+                    f"    {row['method']!r}: ({kind(row['params'])}, {kind(row['result'])}),"
+                )
         out += [
             "}",
             "# Requests, daemon to client (hooks and llm/complete): method -> (params, result).",
@@ -247,7 +249,9 @@ class Generator:
         ]
         for row in table:
             if row["kind"] == "request" and row["direction"] != "clientToServer":
-                out.append(f"    {row['method']!r}: ({kind(row['params'])}, {kind(row['result'])}),")
+                out.append(
+                    f"    {row['method']!r}: ({kind(row['params'])}, {kind(row['result'])}),"
+                )
         out += [
             "}",
             "# Notifications the daemon sends: method -> params type.",
@@ -296,7 +300,9 @@ def _wrap(text: str, width: int) -> list[str]:
 
 
 def _docstring(text: str) -> str:
-    body = "\n".join(f"    {line}" if line else "" for line in _wrap(text.replace('"""', "'''"), 92))
+    body = "\n".join(
+        f"    {line}" if line else "" for line in _wrap(text.replace('"""', "'''"), 92)
+    )
     return f'    """{body.strip()}\n    """' if "\n" in body else f'    """{body.strip()}"""'
 
 

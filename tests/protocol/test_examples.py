@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from .replay import Transcript, example_paths, kind_of, load_example, replay
-from .schema_validation import transcript_problems
+from .schema_validation import Checked, schema, transcript_problems
 
 EXAMPLES = example_paths()
 WORKERS = 4
@@ -44,12 +44,15 @@ NOTIFICATIONS = {
 @pytest.fixture(scope="module")
 def replays(request: pytest.FixtureRequest) -> Iterator[dict[str, Future[Transcript]]]:
     """Start replaying every example selected in this session, in parallel."""
+    names = {item.originalname for item in request.session.items}
     selected = {
         item.callspec.params["example"].name
         for item in request.session.items
         if item.originalname in ("test_example", "test_example_follows_the_schema")
         and hasattr(item, "callspec")
     }
+    if "test_every_message_type_is_validated" in names:
+        selected = {path.name for path in EXAMPLES}
     with tempfile.TemporaryDirectory(prefix="sessiond-protocol-") as tmp:
         root = Path(tmp)
         with ThreadPoolExecutor(max_workers=WORKERS) as pool:
@@ -71,9 +74,26 @@ def test_example_follows_the_schema(example: Path, replays: dict[str, Future[Tra
     """What went over the wire, both ways, validates against protocol/schema.json: the
     params and result of every method the daemon answered, every notification and
     server request the daemon sent, and every answer the client gave to one."""
-    problems, checked = transcript_problems(replays[example.name].result(timeout=120), example.stem)
+    transcript = replays[example.name].result(timeout=120)
+    problems, checked = transcript_problems(transcript, example.stem)
     assert not problems, "\n".join(problems)
     assert checked > 0
+
+
+def test_every_message_type_is_validated(replays: dict[str, Future[Transcript]]) -> None:
+    """Across the examples, the daemon's real traffic holds every message of the schema's
+    table, both ways, and each one's params and result validate against their named
+    types (a message without params: null or none)."""
+    checked = Checked()
+    for example in EXAMPLES:
+        transcript_problems(replays[example.name].result(timeout=120), example.stem, checked)
+    wanted = set()
+    for row in schema()["messages"]:
+        wanted.add((row["method"], "params"))
+        if row["kind"] == "request" and row["result"] != "NullResult":
+            wanted.add((row["method"], "result"))
+    missing = sorted(wanted - checked.parts)
+    assert not missing, f"never validated against the real traffic: {missing}"
 
 
 def _messages(kind: str) -> set[str]:

@@ -28,10 +28,7 @@ import msgspec
 from sessiond.server.messages import (
     CancelParams,
     LogMessageParams,
-    WorkDoneBegin,
-    WorkDoneEnd,
     WorkDoneProgress,
-    WorkDoneReport,
 )
 
 from . import types as t
@@ -119,9 +116,7 @@ def protocol_messages() -> list[Message]:
     found: list[Message] = []
     for name, spec in sorted(router.requests.items()):
         result = typing.get_type_hints(spec.handler).get("return", Any)
-        found.append(
-            Message(name, "request", "clientToServer", spec.params_type, _or_null(result))
-        )
+        found.append(Message(name, "request", "clientToServer", spec.params_type, _or_null(result)))
     client_notifications = {name: spec.params_type for name, spec in router.notifications.items()}
     client_notifications["initialized"] = InitializedParams
     client_notifications["exit"] = None
