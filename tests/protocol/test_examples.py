@@ -1,27 +1,21 @@
 """Every scenario in ``protocol/examples`` replayed against real daemon processes.
 
-Each example spawns its own daemon(s) (``python -m sessiond serve``) with HOME and
-the XDG directories in a fresh temporary directory, so no user settings or
-sessions are read or written. Spawning costs about a second, so the examples
-selected for this run are replayed in parallel threads as soon as the first test
-asks, and each test then reports its own example's outcome.
+The replays are shared with the other tests of this folder (``conftest.replays``): each
+example runs once per test run, in parallel threads.
 """
 
 from __future__ import annotations
 
 import json
-import tempfile
-from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
 
-from .replay import Transcript, example_paths, kind_of, load_example, replay
+from .conftest import EXAMPLES
+from .replay import Transcript, kind_of, load_example
 from .schema_validation import Checked, schema, transcript_problems
 
-EXAMPLES = example_paths()
-WORKERS = 4
 # The methods the examples must exercise at least once, besides what the router has.
 SERVER_REQUESTS = {
     "hooks/session_before_compact",
@@ -39,29 +33,6 @@ NOTIFICATIONS = {
     "hooks/session_tree",
     "$/cancelRequest",
 }
-
-
-@pytest.fixture(scope="module")
-def replays(request: pytest.FixtureRequest) -> Iterator[dict[str, Future[Transcript]]]:
-    """Start replaying every example selected in this session, in parallel."""
-    names = {item.originalname for item in request.session.items}
-    selected = {
-        item.callspec.params["example"].name
-        for item in request.session.items
-        if item.originalname in ("test_example", "test_example_follows_the_schema")
-        and hasattr(item, "callspec")
-    }
-    if "test_every_message_type_is_validated" in names:
-        selected = {path.name for path in EXAMPLES}
-    with tempfile.TemporaryDirectory(prefix="sessiond-protocol-") as tmp:
-        root = Path(tmp)
-        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-            futures = {
-                path.name: pool.submit(replay, path, root / path.stem)
-                for path in EXAMPLES
-                if path.name in selected
-            }
-            yield futures
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[path.stem for path in EXAMPLES])

@@ -163,6 +163,8 @@ class BuildContextParams(_Wire, kw_only=True):
 
 
 class BuildContextResult(_Wire, kw_only=True):
+    # The messages in the format asked: pi's AgentMessages (`agent`), or provider messages (`llm`:
+    # only the roles of LlmMessage).
     messages: list[dict[str, Any]]
     thinking_level: str
     model: ModelRef | None
@@ -991,7 +993,8 @@ Entry: TypeAlias = MessageEntry | ThinkingLevelChangeEntry | ModelChangeEntry | 
 EntryInput: TypeAlias = MessageEntryInput | ThinkingLevelChangeEntryInput | ModelChangeEntryInput | CompactionEntryInput | BranchSummaryEntryInput | CustomEntryInput | CustomMessageEntryInput | LabelEntryInput | SessionInfoEntryInput | ServiceTierChangeEntryInput | TtsrInjectionEntryInput | McpToolSelectionEntryInput | SessionInitEntryInput | ModeChangeEntryInput
 
 
-# A message as a provider receives it: `context/build` in the `llm` format.
+# A message as a provider receives it: the roles `context/build` returns in the `llm` format (the
+# field is typed as AgentMessage, of which these are a part).
 LlmMessage: TypeAlias = UserMessage | DeveloperMessage | AssistantMessage | ToolResultMessage
 
 

@@ -200,7 +200,8 @@ export interface BuildContextParams {
 }
 
 export interface BuildContextResult {
-  messages: AgentMessage[] | LlmMessage[];
+  /** The messages in the format asked: pi's AgentMessages (`agent`), or provider messages (`llm`: only the roles of LlmMessage). */
+  messages: AgentMessage[];
   thinkingLevel: string;
   model: ModelRef | null;
   entryIds: string[];
@@ -611,7 +612,7 @@ export interface LlmCompleteResult {
   text: string;
 }
 
-/** A message as a provider receives it: `context/build` in the `llm` format. */
+/** A message as a provider receives it: the roles `context/build` returns in the `llm` format (the field is typed as AgentMessage, of which these are a part). */
 export type LlmMessage = UserMessage | DeveloperMessage | AssistantMessage | ToolResultMessage;
 
 export interface LogMessageParams {
