@@ -228,39 +228,45 @@ class Generator:
         def kind(name: str | None) -> str:
             return "None" if name is None else ("type(None)" if name == "NullResult" else name)
 
+        def mapping(comment: str, name: str, value: str, rows: list[dict[str, Any]]) -> list[str]:
+            lines = [f"# {comment}", f"{name}: dict[str, {value}] = {{"]
+            for row in rows:
+                types = [kind(row["params"])]
+                if row["kind"] == "request":
+                    types.append(kind(row["result"]))
+                shown = types[0] if len(types) == 1 else f"({', '.join(types)})"
+                lines.append(f"    {row['method']!r}: {shown},")
+            return [*lines, "}"]
+
+        requests = [row for row in table if row["kind"] == "request"]
+        sent = [row for row in table if row["direction"] != "clientToServer"]
         hooks = [row["hook"] for row in table if "hook" in row]
-        out = [
-            f"PROTOCOL_VERSION = {self.schema['protocolVersion']!r}",
-            "# The hooks a client may declare in initialize (capabilities.hooks).",
-            f"HookName: TypeAlias = Literal[{', '.join(repr(h) for h in hooks)}]",
-            f"HOOK_NAMES: tuple[HookName, ...] = ({', '.join(repr(h) for h in hooks)},)",
-            "# Requests, client to daemon: method -> (params type, result type).",
-            "METHODS: dict[str, tuple[Any, Any]] = {",
-        ]
-        for row in table:
-            if row["kind"] == "request" and row["direction"] == "clientToServer":
-                out.append(
-                    f"    {row['method']!r}: ({kind(row['params'])}, {kind(row['result'])}),"
-                )
-        out += [
-            "}",
-            "# Requests, daemon to client (hooks and llm/complete): method -> (params, result).",
-            "SERVER_REQUESTS: dict[str, tuple[Any, Any]] = {",
-        ]
-        for row in table:
-            if row["kind"] == "request" and row["direction"] != "clientToServer":
-                out.append(
-                    f"    {row['method']!r}: ({kind(row['params'])}, {kind(row['result'])}),"
-                )
-        out += [
-            "}",
-            "# Notifications the daemon sends: method -> params type.",
-            "NOTIFICATIONS: dict[str, Any] = {",
-        ]
-        for row in table:
-            if row["kind"] == "notification" and row["direction"] != "clientToServer":
-                out.append(f"    {row['method']!r}: {kind(row['params'])},")
-        return "\n".join([*out, "}"])
+        return "\n".join(
+            [
+                f"PROTOCOL_VERSION = {self.schema['protocolVersion']!r}",
+                "# The hooks a client may declare in initialize (capabilities.hooks).",
+                f"HookName: TypeAlias = Literal[{', '.join(repr(h) for h in hooks)}]",
+                f"HOOK_NAMES: tuple[HookName, ...] = ({', '.join(repr(h) for h in hooks)},)",
+                *mapping(
+                    "Requests, client to daemon: method -> (params type, result type).",
+                    "METHODS",
+                    "tuple[Any, Any]",
+                    [row for row in requests if row not in sent],
+                ),
+                *mapping(
+                    "Requests, daemon to client (hooks, llm/complete): method -> (params, result).",
+                    "SERVER_REQUESTS",
+                    "tuple[Any, Any]",
+                    [row for row in requests if row in sent],
+                ),
+                *mapping(
+                    "Notifications the daemon sends: method -> params type.",
+                    "NOTIFICATIONS",
+                    "Any",
+                    [row for row in sent if row["kind"] == "notification"],
+                ),
+            ]
+        )
 
     def module(self) -> str:
         chunks = [

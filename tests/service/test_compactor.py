@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from sessiond.core.entries import CompactionEntry
-from sessiond.llm.base import Completion
 from sessiond.core.messages import CompactionSummaryMessage
 from sessiond.core.preparation import CompactionPreparation
 from sessiond.errors import (
@@ -19,6 +18,7 @@ from sessiond.errors import (
     NothingToCompactError,
     SummarizerError,
 )
+from sessiond.llm.base import Completion
 from sessiond.service.compactor import Compactor
 from sessiond.service.events import CompactionEnded, CompactionStarted
 from sessiond.service.hooks import (
@@ -657,7 +657,5 @@ async def test_events_for_manual_and_automatic_runs(tmp_path: Path, provider: Fa
                 emit=events.append,
             )
         assert isinstance(events[-1], CompactionEnded)
-        assert re.match(
-            r"Compaction failed: Summarization failed: ", events[-1].error_message
-        )
+        assert re.match(r"Compaction failed: Summarization failed: ", events[-1].error_message)
         provider.responder = default_answer

@@ -1048,7 +1048,7 @@ METHODS: dict[str, tuple[Any, Any]] = {
     'tree/abort': (SessionRef, AbortResult),
     'tree/navigate': (NavigateParams, NavigateResult),
 }
-# Requests, daemon to client (hooks and llm/complete): method -> (params, result).
+# Requests, daemon to client (hooks, llm/complete): method -> (params, result).
 SERVER_REQUESTS: dict[str, tuple[Any, Any]] = {
     'hooks/session.compacting': (CompactingHookParams, CompactingHookResult),
     'hooks/session_before_compact': (BeforeCompactHookParams, BeforeCompactHookResult),

@@ -23,6 +23,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
+from sessiond.core.absent import without_null_optionals
 from sessiond.core.context import (
     UNSET,
     SessionContext,
@@ -31,7 +32,6 @@ from sessiond.core.context import (
     iso_to_ms,
     path_to,
 )
-from sessiond.core.absent import without_null_optionals
 from sessiond.core.decode import NotAnEntry, decode_entry, decode_strict_entry
 from sessiond.core.entries import (
     CURRENT_SESSION_VERSION,
