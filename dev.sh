@@ -4,7 +4,8 @@
 #   ./dev.sh test   install into .venv (with the test tools), then lint, type-check and test everything
 #   ./dev.sh test-ui  install code-server, chromium, tmux and Playwright, then drive the VS Code
 #                     extension and the Neovim plugin in real editors (tests/ui, see tests/README.md)
-# Only package registries are contacted (PyPI, and npm for the TypeScript client's tests).
+# Only package registries are contacted (PyPI; npm for the TypeScript client's tests, pi and
+# quicktype; Debian for Go, when run as root).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -45,6 +46,22 @@ ensure_node_modules() {
   fi
 }
 
+# Go, for the test that compiles the Go types quicktype generates from protocol/schema.json
+# (tests/protocol/test_generated_types.py): Debian's golang-go, installed when run as root
+# (as CI is). Without it that test is skipped and says why.
+ensure_go() {
+  command -v go >/dev/null 2>&1 && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "dev.sh: no Go toolchain; install Debian's golang-go (as root) to compile the generated Go types" >&2
+    return 0
+  fi
+  echo "== apt-get install golang-go (for the generated Go types)"
+  if ! { apt-get update -qq >/dev/null \
+      && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends golang-go >/dev/null; }; then
+    echo "dev.sh: installing golang-go failed; the Go code-generation test will be skipped" >&2
+  fi
+}
+
 case "${1:-}" in
   demo)
     shift
@@ -55,6 +72,8 @@ case "${1:-}" in
     shift
     ensure_venv "[test]"
     ensure_node_modules tests/parity  # pi 0.73.1 itself, for the parity tests
+    ensure_node_modules protocol/codegen  # quicktype, for the generated-types test
+    ensure_go
     echo "== ruff"
     "$VENV/bin/ruff" check daemon clients/python tests bench examples
     "$VENV/bin/ruff" format --check daemon clients/python tests

@@ -61,10 +61,10 @@ async def test_work_done_token_is_part_of_the_schema() -> None:
     from sessiond.rpc.schema import build_schema
 
     schema = build_schema()
+    rows = {row["method"]: row for row in schema["messages"]}
     for method in ("compaction/run", "tree/navigate", "agent/turnEnded"):
-        ref = schema["methods"][method]["params"]["$ref"].rsplit("/", 1)[-1]
-        assert "workDoneToken" in schema["$defs"][ref]["properties"]
-    build = schema["methods"]["context/build"]["result"]["$ref"].rsplit("/", 1)[-1]
+        assert "workDoneToken" in schema["$defs"][rows[method]["params"]]["properties"]
+    build = rows["context/build"]["result"]
     assert schema["$defs"][build]["properties"]["model"] != {}
 
 

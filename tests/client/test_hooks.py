@@ -97,8 +97,8 @@ async def test_compacting_hook_and_llm_complete_answered_by_the_client(
     assert done.entry["details"]["summarizer"]["models"] == ["client/editor"]
     assert done.entry["details"]["summarizer"]["extractive"] is False
     # $/progress for our token reached the callback: begin first, end last.
-    assert progress[0].kind == "begin" and progress[0].title
-    assert progress[-1].kind == "end"
+    assert isinstance(progress[0], t.WorkDoneBegin) and progress[0].title
+    assert isinstance(progress[-1], t.WorkDoneEnd)
 
 
 async def test_llm_complete_cancelled_by_the_client(connect: Connect, project: str) -> None:

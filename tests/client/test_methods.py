@@ -57,7 +57,7 @@ async def test_session_lifecycle_and_reading(client: SessiondClient, project: st
     assert created.header.cwd == project
     sid = created.session_id
 
-    first = await client.append(sid, [message(user("read a.py"))], expected_leaf_id=None)
+    first = await client.append(sid, [message(user("read a.py"))], expect_no_entries=True)
     assert first.leaf_id == first.ids[0]
     assert first.usage.tokens > 0
     batch = await client.append(
@@ -73,6 +73,8 @@ async def test_session_lifecycle_and_reading(client: SessiondClient, project: st
     with pytest.raises(ConflictError) as stale:
         await client.append(sid, [message(user("late"))], expected_leaf_id=first.leaf_id)
     assert stale.value.details["leafId"] == batch.leaf_id
+    with pytest.raises(ConflictError):
+        await client.append(sid, [message(user("late"))], expect_no_entries=True)
 
     page = await client.entries(sid, offset=1, limit=2)
     assert isinstance(page, t.EntriesResult) and page.total == 4

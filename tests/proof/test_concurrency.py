@@ -160,7 +160,7 @@ def test_many_clients_append_to_one_session(tmp_path: Path, guarded: bool) -> No
                     while True:
                         params: dict[str, Any] = {"sessionId": session_id, "entries": batch}
                         if guarded:
-                            params["expectedLeafId"] = leaf
+                            params["expectedLeafId"] = leaf or ""  # "": no entry yet
                         try:
                             result = peer.call("session/append", params)
                         except RpcError as err:

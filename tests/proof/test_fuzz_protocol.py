@@ -51,7 +51,13 @@ from tests.store.helpers import assistant, tool_call, tool_result, user
 pytestmark = pytest.mark.timeout(timeout_for(240, 7200))
 
 SCHEMA = json.loads((ROOT / "protocol" / "schema.json").read_text())
-METHODS = sorted(m for m in SCHEMA["methods"] if m != "shutdown")
+# Requests, client to daemon, by method: their params type's name in $defs.
+PARAMS = {
+    row["method"]: row["params"]
+    for row in SCHEMA["messages"]
+    if row["kind"] == "request" and row["direction"] == "clientToServer"
+}
+METHODS = sorted(m for m in PARAMS if m != "shutdown")
 CASES = int(os.environ.get("SESSIOND_FUZZ_CASES", "0")) or count(3_000, 100_000)
 ANSWER_WITHIN = 20.0
 
@@ -134,7 +140,7 @@ def _resolve(schema: dict[str, Any]) -> dict[str, Any]:
 
 def valid_params(method: str, w: World, pick: int) -> dict[str, Any]:
     """A request for ``method`` that the daemon should accept (or refuse for a reason of its own)."""
-    schema = _resolve(SCHEMA["methods"][method].get("params", {}))
+    schema = _resolve({"$ref": f"#/$defs/{PARAMS[method]}"})
     entry = w.entry_ids[pick % len(w.entry_ids)]
     known: dict[str, Any] = {
         "sessionId": w.session_id,
@@ -176,8 +182,8 @@ def valid_params(method: str, w: World, pick: int) -> dict[str, Any]:
 
 def _example(schema: dict[str, Any]) -> Any:
     kind = schema.get("type")
-    if "anyOf" in schema:
-        return _example(_resolve(schema["anyOf"][0]))
+    if "anyOf" in schema or "oneOf" in schema:
+        return _example(_resolve((schema.get("anyOf") or schema["oneOf"])[0]))
     return {
         "string": "x",
         "integer": 1,

@@ -17,8 +17,6 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "protocol" / "schema.json"
-# JSON-RPC's own: cancelling a request is part of the base protocol, not of sessiond's schema.
-BASE_PROTOCOL_NOTIFICATIONS = frozenset({"$/cancelRequest"})
 # The tag fields of the schema's unions, as error paths.
 TAGS = [["type"], ["role"], ["kind"]]
 
@@ -80,52 +78,96 @@ def _flat(message: Any) -> Iterable[dict[str, Any]]:
         yield message
 
 
-def transcript_problems(transcript: list[tuple[str, str, Any]], name: str) -> tuple[list[str], int]:
+def message_table() -> dict[tuple[str, str], dict[str, Any]]:
+    """The schema's ``messages`` table by (method, who sends it: "client" or "daemon")."""
+    table: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in schema()["messages"]:
+        senders = {"clientToServer": ["client"], "serverToClient": ["daemon"]}
+        for sender in senders.get(row["direction"], ["client", "daemon"]):
+            table[(row["method"], sender)] = row
+    return table
+
+
+def _node(row: dict[str, Any] | None, part: str) -> dict[str, Any] | None:
+    """The schema node of a row's params or result: its named type."""
+    if row is None:
+        return None
+    name = row.get(part)
+    if name is None:
+        return {"type": "null"} if part == "params" else None
+    node = defined(name)
+    if part == "result" and row.get("resultMayBeNull"):
+        return {"anyOf": [node, {"type": "null"}]}
+    return node
+
+
+def _params(message: dict[str, Any], method: str, table: dict[Any, Any]) -> Any:
+    """A client message's params; absent ones are ``{}`` where the method takes an object."""
+    if "params" in message:
+        return message["params"]
+    row = table.get((method, "client"))
+    return {} if row is not None and row.get("params") is not None else None
+
+
+class Checked:
+    """What a transcript check validated: (method, "params" | "result") pairs."""
+
+    def __init__(self) -> None:
+        self.parts: set[tuple[str, str]] = set()
+        self.count = 0
+
+
+def transcript_problems(
+    transcript: list[tuple[str, str, Any]], name: str, checked: Checked | None = None
+) -> tuple[list[str], int]:
     """Problems of an exchange against the schema, and how many messages were checked.
 
-    ``transcript`` is ``(peer, "send" | "receive", message)`` in wire order. Params of a
+    ``transcript`` is ``(peer, "send" | "receive", message)`` in wire order. Every message
+    is looked up in the schema's ``messages`` table by its method and its sender, and its
+    params (or, for an answer, its result) validated against the named type. Params of a
     request are checked only when the daemon answered it with a result: the examples
-    also send wrong requests on purpose, to show the errors.
+    also send wrong requests on purpose, to show the errors. Params left out are checked
+    as ``{}``, which is how the daemon reads them.
     """
-    tables = schema()
+    table = message_table()
+    checked = checked or Checked()
     found: list[str] = []
-    checked = 0
-    asked_by_client: dict[tuple[str, str], tuple[str, Any]] = {}
+    start = checked.count
+    asked_by_client: dict[tuple[str, str], tuple[str, Any, bool]] = {}
     asked_by_daemon: dict[tuple[str, str], str] = {}
 
-    def check(value: Any, node: dict[str, Any] | None, what: str) -> None:
-        nonlocal checked
+    def check(value: Any, method: str, sender: str, part: str, what: str) -> None:
+        node = _node(table.get((method, sender)), part)
         if node is None:
             found.append(f"{name}: {what}: not in the schema")
             return
-        checked += 1
+        checked.count += 1
+        checked.parts.add((method, part))
         found.extend(f"{name}: {what}: {problem}" for problem in problems(value, node))
 
     for peer, direction, raw in transcript:
         for message in _flat(raw):
             method = message.get("method")
             key = (peer, json.dumps(message.get("id")))
-            if direction == "send":
-                if isinstance(method, str) and "id" in message:
-                    asked_by_client[key] = (method, message.get("params"))
-                elif method is None and "result" in message and key in asked_by_daemon:
-                    asked = asked_by_daemon.pop(key)
-                    spec = tables["serverRequests"].get(asked)
-                    check(message["result"], spec and spec["result"], f"answer to {asked}")
-            elif isinstance(method, str) and "id" in message:
-                asked_by_daemon[key] = method
-                spec = tables["serverRequests"].get(method)
-                check(message.get("params"), spec and spec["params"], f"server request {method}")
+            sender = "client" if direction == "send" else "daemon"
+            if isinstance(method, str) and "id" in message:
+                if sender == "client":
+                    asked_by_client[key] = (method, _params(message, method, table))
+                else:
+                    asked_by_daemon[key] = method
+                    check(message.get("params"), method, "daemon", "params", f"request {method}")
             elif isinstance(method, str):
-                if method not in BASE_PROTOCOL_NOTIFICATIONS:
-                    spec = tables["notifications"].get(method)
-                    check(message.get("params"), spec and spec["params"], f"notification {method}")
-            elif key in asked_by_client:
+                if (method, sender) in table or sender == "daemon":
+                    params = _params(message, method, table)
+                    check(params, method, sender, "params", f"{sender} notification {method}")
+            elif sender == "client" and key in asked_by_daemon:
+                asked = asked_by_daemon.pop(key)
+                if "result" in message:
+                    check(message["result"], asked, "daemon", "result", f"answer to {asked}")
+            elif sender == "daemon" and key in asked_by_client:
                 asked, params = asked_by_client.pop(key)
                 if "result" not in message:
                     continue  # an error answer
-                spec = tables["methods"].get(asked)
-                check(message["result"], spec and spec["result"], f"result of {asked}")
-                if params is not None:
-                    check(params, spec and spec["params"], f"params of {asked}")
-    return found, checked
+                check(message["result"], asked, "client", "result", f"result of {asked}")
+                check(params, asked, "client", "params", f"params of {asked}")
+    return found, checked.count - start

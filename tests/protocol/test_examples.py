@@ -1,27 +1,21 @@
 """Every scenario in ``protocol/examples`` replayed against real daemon processes.
 
-Each example spawns its own daemon(s) (``python -m sessiond serve``) with HOME and
-the XDG directories in a fresh temporary directory, so no user settings or
-sessions are read or written. Spawning costs about a second, so the examples
-selected for this run are replayed in parallel threads as soon as the first test
-asks, and each test then reports its own example's outcome.
+The replays are shared with the other tests of this folder (``conftest.replays``): each
+example runs once per test run, in parallel threads.
 """
 
 from __future__ import annotations
 
 import json
-import tempfile
-from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
 
-from .replay import Transcript, example_paths, kind_of, load_example, replay
-from .schema_validation import transcript_problems
+from .conftest import EXAMPLES
+from .replay import Transcript, kind_of, load_example
+from .schema_validation import Checked, schema, transcript_problems
 
-EXAMPLES = example_paths()
-WORKERS = 4
 # The methods the examples must exercise at least once, besides what the router has.
 SERVER_REQUESTS = {
     "hooks/session_before_compact",
@@ -41,26 +35,6 @@ NOTIFICATIONS = {
 }
 
 
-@pytest.fixture(scope="module")
-def replays(request: pytest.FixtureRequest) -> Iterator[dict[str, Future[Transcript]]]:
-    """Start replaying every example selected in this session, in parallel."""
-    selected = {
-        item.callspec.params["example"].name
-        for item in request.session.items
-        if item.originalname in ("test_example", "test_example_follows_the_schema")
-        and hasattr(item, "callspec")
-    }
-    with tempfile.TemporaryDirectory(prefix="sessiond-protocol-") as tmp:
-        root = Path(tmp)
-        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-            futures = {
-                path.name: pool.submit(replay, path, root / path.stem)
-                for path in EXAMPLES
-                if path.name in selected
-            }
-            yield futures
-
-
 @pytest.mark.parametrize("example", EXAMPLES, ids=[path.stem for path in EXAMPLES])
 def test_example(example: Path, replays: dict[str, Future[Transcript]]) -> None:
     replays[example.name].result(timeout=120)
@@ -71,9 +45,26 @@ def test_example_follows_the_schema(example: Path, replays: dict[str, Future[Tra
     """What went over the wire, both ways, validates against protocol/schema.json: the
     params and result of every method the daemon answered, every notification and
     server request the daemon sent, and every answer the client gave to one."""
-    problems, checked = transcript_problems(replays[example.name].result(timeout=120), example.stem)
+    transcript = replays[example.name].result(timeout=120)
+    problems, checked = transcript_problems(transcript, example.stem)
     assert not problems, "\n".join(problems)
     assert checked > 0
+
+
+def test_every_message_type_is_validated(replays: dict[str, Future[Transcript]]) -> None:
+    """Across the examples, the daemon's real traffic holds every message of the schema's
+    table, both ways, and each one's params and result validate against their named
+    types (a message without params: null or none)."""
+    checked = Checked()
+    for example in EXAMPLES:
+        transcript_problems(replays[example.name].result(timeout=120), example.stem, checked)
+    wanted = set()
+    for row in schema()["messages"]:
+        wanted.add((row["method"], "params"))
+        if row["kind"] == "request" and row["result"] != "NullResult":
+            wanted.add((row["method"], "result"))
+    missing = sorted(wanted - checked.parts)
+    assert not missing, f"never validated against the real traffic: {missing}"
 
 
 def _messages(kind: str) -> set[str]:

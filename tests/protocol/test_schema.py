@@ -59,10 +59,38 @@ def test_schema_file_is_current() -> None:
     )
 
 
+def _rows(schema: dict[str, object], kind: str, *directions: str) -> set[str]:
+    return {
+        row["method"]
+        for row in schema["messages"]  # type: ignore[attr-defined]
+        if row["kind"] == kind and row["direction"] in directions
+    }
+
+
 def test_schema_lists_every_method_of_the_router() -> None:
     schema = json.loads(schema_json())
-    assert set(schema["methods"]) == _router_methods()
+    assert _rows(schema, "request", "clientToServer") == _router_methods()
     assert schema["protocolVersion"] == PROTOCOL_VERSION
+
+
+def test_the_message_table_names_a_type_for_every_params_and_result() -> None:
+    """Every message has a named params type (only `exit` has no params) and every request
+    a named result type; each names a definition, and the root lists every definition."""
+    schema = json.loads(schema_json())
+    defs = schema["$defs"]
+    for row in schema["messages"]:
+        assert row["kind"] in ("request", "notification"), row
+        assert row["direction"] in ("clientToServer", "serverToClient", "both"), row
+        if row["method"] != "exit":
+            assert row["params"] in defs, row
+        if row["kind"] == "request":
+            assert row["result"] in defs, row
+        else:
+            assert "result" not in row, row
+    assert set(schema["properties"]) == set(defs)
+    both = {row["method"] for row in schema["messages"] if row["direction"] == "both"}
+    assert both == {"$/cancelRequest"}
+    assert {"initialized", "exit"} <= _rows(schema, "notification", "clientToServer")
 
 
 def test_readme_method_list_matches_the_router() -> None:
@@ -83,7 +111,9 @@ def test_every_method_has_its_own_section() -> None:
 def test_readme_documents_every_notification_and_server_request() -> None:
     text = _readme()
     schema = json.loads(schema_json())
-    names = set(NOTIFICATIONS) | set(schema["notifications"]) | set(schema["serverRequests"])
+    names = set(NOTIFICATIONS) | {
+        row["method"] for row in schema["messages"] if row["direction"] != "clientToServer"
+    }
     names |= {f"hooks/{hook}" for hook in HOOK_NAMES}
     for name in names:
         assert re.search(rf"^#+ `{re.escape(name)}`", text, re.MULTILINE), (
@@ -125,8 +155,6 @@ def test_readme_settings_table_has_every_setting_with_its_default() -> None:
 # -- what the daemon sends, found in its code --------------------------------------------------------
 
 DAEMON_SOURCE = Path(__file__).resolve().parents[2] / "daemon" / "sessiond"
-# JSON-RPC's own cancellation; the README describes it, the schema does not type it.
-BASE_PROTOCOL = {"$/cancelRequest"}
 
 
 def _string_constants(tree: ast.Module) -> dict[str, str]:
@@ -146,9 +174,10 @@ def _sent_by_the_daemon() -> tuple[set[str], set[str]]:
     and ``hooks/<hook>`` for every hook it asks (``_ask(client, "<hook>", ...)``)."""
     notifications: set[str] = set()
     requests: set[str] = set()
-    for path in DAEMON_SOURCE.rglob("*.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        constants = _string_constants(tree)
+    trees = [ast.parse(p.read_text(encoding="utf-8")) for p in DAEMON_SOURCE.rglob("*.py")]
+    # Constants by name across the daemon (CANCEL_REQUEST is imported where it is sent).
+    constants = {name: text for tree in trees for name, text in _string_constants(tree).items()}
+    for tree in trees:
         for node in ast.walk(tree):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
                 continue
@@ -171,12 +200,12 @@ def _sent_by_the_daemon() -> tuple[set[str], set[str]]:
 def test_schema_lists_exactly_what_the_daemon_sends() -> None:
     schema = json.loads(schema_json())
     notifications, requests = _sent_by_the_daemon()
-    assert notifications - BASE_PROTOCOL == set(schema["notifications"])
-    assert requests == set(schema["serverRequests"])
+    assert notifications == _rows(schema, "notification", "serverToClient", "both")
+    assert requests == _rows(schema, "request", "serverToClient")
     # The scan sees the sends it must (a broken scan would find nothing to compare).
     assert {"session/changed", "$/progress", "hooks/session_tree"} <= notifications
     assert {"llm/complete", "hooks/session.compacting"} <= requests
-    assert set(schema["notifications"]) >= set(NOTIFICATIONS)
+    assert _rows(schema, "notification", "serverToClient") >= set(NOTIFICATIONS)
 
 
 def test_the_progress_params_of_the_schema_are_the_servers() -> None:

@@ -18,6 +18,7 @@ from sessiond.errors import (
     NothingToCompactError,
     SummarizerError,
 )
+from sessiond.llm.base import Completion
 from sessiond.service.compactor import Compactor
 from sessiond.service.events import CompactionEnded, CompactionStarted
 from sessiond.service.hooks import (
@@ -28,6 +29,7 @@ from sessiond.service.hooks import (
 )
 from sessiond.service.navigator import navigate_tree
 from sessiond.service.runs import run_compaction
+from sessiond.service.summaries import SummaryContext
 from sessiond.service.summarizers import summary_context
 from sessiond.settings import Settings
 from sessiond.store.session import SessionStore
@@ -168,6 +170,50 @@ async def test_split_turn_runs_both_summaries_and_keeps_previous_summary(
     assert provider.purposes()[-1] == "short"
 
 
+def _split_turn_session(store: SessionStore) -> None:
+    store.append(user("old question " + "q" * 4000))
+    store.append(assistant("old answer " + "a" * 4000))
+    store.append(user("one long turn"))
+    for step in range(4):
+        store.append(assistant(f"step {step} " + "s" * 2000, input=50_000 + step))
+
+
+@pytest.mark.parametrize("history_fails", [True, False])
+async def test_a_split_turn_failure_does_not_depend_on_which_call_answers_first(
+    tmp_path: Path, history_fails: bool
+):
+    """The turn-prefix call fails at once, the history call later: the history's failure
+    is the one reported when it fails too, the prefix's only when the history succeeded."""
+    settings = settings_with(compaction={"keepRecentTokens": 800, "tokenEstimator": "chars"})
+    finished: list[str] = []
+
+    async def complete(request, progress):
+        if request.purpose == "turnPrefix":
+            finished.append("turnPrefix")
+            raise SummarizerError("prefix model down")
+        await asyncio.sleep(0.05)
+        finished.append(request.purpose)
+        if history_fails:
+            raise SummarizerError("history model down")
+        return Completion(text="## Goal\nhistory", model="test/model")
+
+    with SessionStore.create("/p", session_dir=tmp_path) as store:
+        _split_turn_session(store)
+        prep = compactor(store, settings).prepare()
+        assert isinstance(prep, CompactionPreparation) and prep.is_split_turn
+        assert prep.messages_to_summarize
+        context = SummaryContext(complete=complete, count_tokens=len)
+        with pytest.raises(SummarizerError) as info:
+            await compactor(store, settings).run(context)
+    assert finished == ["turnPrefix", "history"]  # the prefix failed first
+    expected = (
+        "Summarization failed: history model down"
+        if history_fails
+        else "Turn prefix summarization failed: prefix model down"
+    )
+    assert info.value.message == expected
+
+
 async def test_split_turn_without_history_keeps_the_previous_summary(
     tmp_path: Path, provider: FakeProvider
 ):
@@ -203,10 +249,8 @@ async def test_failure_writes_nothing(tmp_path: Path, provider: FakeProvider):
         leaf, size = store.leaf_id, store.path.stat().st_size
         with pytest.raises(SummarizerError) as info:
             await compactor(store, settings).run(summary_context(settings, mode="manual"))
-        # pi's strings; with a split turn the prefix summary may fail first
-        assert info.value.message.startswith(
-            ("Summarization failed: ", "Turn prefix summarization failed: ")
-        )
+        # pi's string; with a split turn too, the history summary's failure is the one told
+        assert info.value.message.startswith("Summarization failed: ")
         assert "upstream exploded" in info.value.message
         assert store.leaf_id == leaf and store.path.stat().st_size == size
 
@@ -366,6 +410,10 @@ class RecordingHooks(NoHooks):
         self.compacting_answer = compacting or CompactingAnswer()
         self.calls: list[str] = []
         self.compacted_entries: list[tuple[CompactionEntry, bool]] = []
+        self.ignored: list[str] = []
+
+    def answer_ignored(self, problem):
+        self.ignored.append(problem)
 
     async def before_compact(self, preparation, branch_entries, custom_instructions):
         self.calls.append("before")
@@ -458,9 +506,12 @@ async def test_a_reviewed_summary_is_not_replaced_by_a_hooks_compaction(tmp_path
         assert not outcome.from_extension and outcome.entry.from_hook is False
         assert outcome.entry.first_kept_entry_id != "x"
         assert outcome.entry.details["summarizer"] == {"kind": "supplied"}
-        assert outcome.entry.details["hookProblems"] == [
-            "session_before_compact returned a compaction; the reviewed summary was kept instead"
-        ]
+        problem = (
+            "a hook: hooks/session_before_compact returned a compaction; "
+            "the reviewed summary was kept instead"
+        )
+        assert outcome.entry.details["hookProblems"] == [problem]
+        assert hooks.ignored == [problem]
         assert hooks.calls == ["before", "compacting", "compacted"]
 
 
@@ -592,7 +643,7 @@ async def test_events_for_manual_and_automatic_runs(tmp_path: Path, provider: Fa
         )
         assert outcome is None
         assert re.match(
-            r"Context overflow recovery failed: (Turn prefix s|S)ummarization failed: ",
+            r"Context overflow recovery failed: Summarization failed: ",
             ended.error_message,
         )
         assert not ended.will_retry and events[-1] == ended
@@ -606,7 +657,5 @@ async def test_events_for_manual_and_automatic_runs(tmp_path: Path, provider: Fa
                 emit=events.append,
             )
         assert isinstance(events[-1], CompactionEnded)
-        assert re.match(
-            r"Compaction failed: (Turn prefix s|S)ummarization failed: ", events[-1].error_message
-        )
+        assert re.match(r"Compaction failed: Summarization failed: ", events[-1].error_message)
         provider.responder = default_answer

@@ -30,6 +30,6 @@ async def test_a_new_session_with_an_open_id_is_refused_before_its_file_is_made(
 
     with pytest.raises(ConflictError, match="same id dup") as conflict:
         registry.create(second, 2, "dup")
-    assert conflict.value.details == {"sessionId": "dup"}
+    assert conflict.value.details == {"path": str(path), "sessionId": "dup"}
     assert made == [] and len(registry) == 1
     registry.close_all()

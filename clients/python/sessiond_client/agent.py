@@ -17,8 +17,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from msgspec import UNSET, UnsetType
-
 from .base import ProgressCallback
 from .client import SessiondClient
 from .entries import MessageInput, message_json
@@ -77,12 +75,13 @@ class AgentSession:
 
     async def record(self, message: MessageInput | Mapping[str, Any]) -> AppendResult:
         """Append one message (a ``MessageInput`` struct or its JSON) as a ``message`` entry."""
-        expected: str | UnsetType | None = self.leaf_id if self.guard_leaf else UNSET
         data = message_json(message)
+        guard = self.guard_leaf
         result = await self.client.append(
             self.session_id,
             [{"type": "message", "message": data}],
-            expected_leaf_id=expected,
+            expected_leaf_id=self.leaf_id if guard else None,
+            expect_no_entries=guard and self.leaf_id is None,
         )
         self.leaf_id = result.leaf_id
         self.usage = result.usage

@@ -30,7 +30,7 @@ from .types import (
     BeforeTreeHookResult,
     CompactingHookParams,
     CompactingHookResult,
-    CompletionRequest,
+    LlmCompleteParams,
     LlmCompleteResult,
     WorkDoneProgress,
 )
@@ -47,7 +47,7 @@ BeforeCompactHandler = Callable[
 ]
 CompactingHandler = Callable[[CompactingHookParams], Awaitable[CompactingHookResult | None]]
 BeforeTreeHandler = Callable[[BeforeTreeHookParams], Awaitable[BeforeTreeHookResult | None]]
-LlmCompleteHandler = Callable[[CompletionRequest], Awaitable[str]]
+LlmCompleteHandler = Callable[[LlmCompleteParams], Awaitable[str]]
 ProgressCallback = Callable[[WorkDoneProgress], object]
 
 # The hooks that are daemon->client requests, by the method the daemon sends.
@@ -191,7 +191,7 @@ class ClientBase:
 
         Raise ``OperationCancelledError`` to cancel the summary (and the compaction).
         """
-        decoder = msgspec.json.Decoder(CompletionRequest)
+        decoder = msgspec.json.Decoder(LlmCompleteParams)
 
         async def call(raw: msgspec.Raw) -> LlmCompleteResult:
             return LlmCompleteResult(text=await handler(decoder.decode(raw)))

@@ -9,65 +9,61 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Self, cast
+from typing import Any, Self
 
-from msgspec import UNSET, UnsetType
-
-from sessiond._version import __version__
-from sessiond.rpc.types import (
-    AppendParams,
-    BuildContextParams,
-    ContextUsageParams,
-    EntriesParams,
-    EntryParams,
-    ForkParams,
-    GetSettingsParams,
-    LabelParams,
-    ListSessionsParams,
-    NavigateParams,
-    NewSessionParams,
-    OpenSessionParams,
-    PathParams,
-    PrepareCompactionParams,
-    RunCompactionParams,
-    SessionRef,
-    SetNameParams,
-    TreeParams,
-    TurnEndedParams,
-    UpdateSettingsParams,
-)
-
+from ._version import __version__
 from .base import ClientBase, Connecting, ProgressCallback
 from .entries import EntryInput, entry_json
 from .rpc import Tracer
 from .transport import connect_tcp, connect_unix, resolve_token, spawn_process
 from .types import (
+    NO_LEAF,
     PROTOCOL_VERSION,
     AbortResult,
     AppendedEntry,
+    AppendParams,
     AppendResult,
+    BuildContextParams,
     BuildContextResult,
     ClientCapabilities,
     ClientInfo,
     CloseResult,
     CompactionPreparationWire,
     ContextFormat,
+    ContextUsageParams,
+    EntriesParams,
     EntriesResult,
+    EntryParams,
     EntryResult,
+    ForkParams,
     ForkResult,
+    GetSettingsParams,
     HookName,
     InitializeParams,
     InitializeResult,
+    LabelParams,
+    ListSessionsParams,
     ListSessionsResult,
     ModelRef,
+    NavigateParams,
     NavigateResult,
+    NewSessionParams,
     NewSessionResult,
+    OpenSessionParams,
     OpenSessionResult,
+    PathParams,
     PathResult,
+    PrepareCompactionParams,
+    RunCompactionParams,
     RunCompactionResult,
+    SessionRef,
+    SetNameParams,
     SettingsResult,
+    TreeParams,
     TreeResult,
+    TurnEndedParams,
     TurnEndedResult,
+    UpdateSettingsParams,
     Usage,
     UserMessagesResult,
 )
@@ -181,12 +177,12 @@ class SessiondClient(ClientBase):
         subscriber named; ``llm=None`` declares ``llm`` when an ``llm/complete``
         handler is registered.
         """
-        declared = list(hooks) if hooks is not None else self._declared_hooks()
+        declared: list[str] = list(hooks) if hooks is not None else self._declared_hooks()
         params = InitializeParams(
             client_info=ClientInfo(name=client_name, version=client_version),
             protocol_version=protocol_version,
             capabilities=ClientCapabilities(
-                hooks=cast(list[HookName], declared),
+                hooks=declared,
                 llm=llm if llm is not None else "llm/complete" in self._rpc.handlers,
                 opt_out_notifications=list(opt_out_notifications),
             ),
@@ -243,19 +239,23 @@ class SessiondClient(ClientBase):
         session_id: str,
         entries: Sequence[EntryInput | Mapping[str, Any]],
         *,
-        expected_leaf_id: str | UnsetType | None = UNSET,
+        expected_leaf_id: str | None = None,
+        expect_no_entries: bool = False,
     ) -> AppendResult:
         """Append entries (without id/parentId/timestamp) under the leaf, in one write.
 
         Each entry is a ``*EntryInput`` struct (``sessiond_client.entries``) or the same
         as a JSON object (which may carry fields the types do not list).
         ``expected_leaf_id``: refuse with ``ConflictError`` unless the leaf is still this
-        one (None: "no entries yet"); leave it out to append unconditionally.
+        one; ``expect_no_entries``: unless the session has no entry yet. Without either,
+        the entries go under whatever the leaf is.
         """
+        if expect_no_entries and expected_leaf_id is not None:
+            raise ValueError("expected_leaf_id and expect_no_entries exclude each other")
         params = AppendParams(
             session_id=session_id,
             entries=[entry_json(entry) for entry in entries],
-            expected_leaf_id=expected_leaf_id,
+            expected_leaf_id=NO_LEAF if expect_no_entries else expected_leaf_id,
         )
         return await self.request("session/append", params, AppendResult)
 

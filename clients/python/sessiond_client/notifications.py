@@ -17,7 +17,9 @@ from typing import Any, TypeAlias
 
 import msgspec
 
+from .protocol import NOTIFICATIONS
 from .types import (
+    CancelParams,
     CompactHookParams,
     CompactionEndedNotification,
     CompactionStartedNotification,
@@ -39,18 +41,11 @@ NotificationParams: TypeAlias = (
     | LogMessageParams
     | CompactHookParams
     | TreeHookParams
+    | CancelParams
     | Any
 )
-PARAMS_TYPES: dict[str, type[msgspec.Struct]] = {
-    "session/changed": SessionChanged,
-    "session/recovered": SessionRecovered,
-    "compaction/started": CompactionStartedNotification,
-    "compaction/ended": CompactionEndedNotification,
-    "$/progress": ProgressParams,
-    "window/logMessage": LogMessageParams,
-    "hooks/session_compact": CompactHookParams,
-    "hooks/session_tree": TreeHookParams,
-}
+# Every notification the daemon sends, with its params type (from the schema).
+PARAMS_TYPES: dict[str, type[msgspec.Struct]] = dict(NOTIFICATIONS)
 _decoders = {method: msgspec.json.Decoder(kind) for method, kind in PARAMS_TYPES.items()}
 _any_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
 

@@ -144,9 +144,10 @@ async def spawn_process(
 
 async def connect_unix(path: str | os.PathLike[str] | None) -> Transport:
     if path is None:
-        from sessiond.paths import runtime_dir
+        # The daemon's default: sessiond.sock in platformdirs' user runtime directory.
+        import platformdirs
 
-        path = runtime_dir() / "sessiond.sock"
+        path = platformdirs.user_runtime_path("sessiond", appauthor=False) / "sessiond.sock"
     try:
         reader, writer = await asyncio.open_unix_connection(os.fspath(path), limit=_STREAM_LIMIT)
     except OSError as exc:

@@ -112,7 +112,8 @@ export class AgentSessionBridge {
   }
 
   private async appendEntries(entries: EntryInput[]): Promise<AppendResult> {
-    const guard = this.options.guardLeaf && this.leaf !== undefined ? { expectedLeafId: this.leaf } : {};
+    // "" is "the session has no entry yet" (null would mean no guard at all).
+    const guard = this.options.guardLeaf && this.leaf !== undefined ? { expectedLeafId: this.leaf ?? "" } : {};
     const result = await this.client.append({ sessionId: this.sessionId, entries, ...guard });
     this.leaf = result.leafId;
     return result;

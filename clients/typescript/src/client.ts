@@ -24,7 +24,6 @@ import {
   type CompactingHookResult,
   type CompactionEndedNotification,
   type CompactionStartedNotification,
-  type CompletionRequest,
   type InitializeResult,
   type LlmCompleteResult,
   type LogMessageParams,
@@ -38,7 +37,7 @@ import {
 } from "./generated/protocol.js";
 import { HOOKS, type HookName } from "./hooks.js";
 import { connectLink, spawnLink, type ConnectOptions, type Link, type SpawnOptions } from "./transport.js";
-import type { ProgressToken, WorkDoneProgress } from "./types.js";
+import type { CompletionRequest, ProgressToken, WorkDoneProgress } from "./types.js";
 import { SessionMethods, type CallOptions, type MethodParams, type MethodResult } from "./methods.js";
 
 export interface InitializeOptions {

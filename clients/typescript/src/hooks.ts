@@ -1,7 +1,6 @@
-import type { ClientCapabilities, ServerNotificationName, ServerRequestName } from "./generated/protocol.js";
+import type { HookName, ServerNotificationName, ServerRequestName } from "./generated/protocol.js";
 
-/** A hook name as `initialize.capabilities.hooks` spells it (pi's names). */
-export type HookName = NonNullable<ClientCapabilities["hooks"]>[number];
+export type { HookName };
 
 interface HookSpec {
   method: ServerRequestName | ServerNotificationName;

@@ -1,10 +1,11 @@
-// Types the schema does not name: LSP's progress value as one union, its token, and
-// LSP's message types. Entries, messages and every payload are generated from
+// Types the schema does not name: the progress token and LSP's message types. Entries, messages and every payload are generated from
 // protocol/schema.json (./generated/protocol.ts).
-import type { ProgressParams } from "./generated/protocol.js";
+import type { LlmCompleteParams, ProgressParams, WorkDoneProgress } from "./generated/protocol.js";
 
-/** LSP `WorkDoneProgressBegin | Report | End`, the `value` of `$/progress`. */
-export type WorkDoneProgress = ProgressParams["value"];
+export type { WorkDoneProgress };
+
+/** The params of `llm/complete` (the name earlier versions of this client used). */
+export type CompletionRequest = LlmCompleteParams;
 
 export type ProgressToken = ProgressParams["token"];
 

@@ -8,8 +8,27 @@ import { NOTIFICATION_NAMES, SERVER_NOTIFICATION_NAMES, SERVER_REQUEST_NAMES } f
 
 const protocolDir = join(__dirname, "..", "..", "..", "..", "protocol");
 const schema = JSON.parse(readFileSync(join(protocolDir, "schema.json"), "utf8"));
-// JSON-RPC's own cancellation, not in the schema; the client handles it too.
+// JSON-RPC's own cancellation: the client handles it itself (the schema lists it as "both").
 const LSP_NOTIFICATIONS = ["$/cancelRequest"];
+
+interface Row {
+  method: string;
+  kind: string;
+  direction: string;
+  params?: string | null;
+  result?: string;
+  resultMayBeNull?: boolean;
+}
+/** The schema node of a message's params or result, from the `messages` table. */
+function node(method: string, sender: "client" | "daemon", part: "params" | "result") {
+  const row = (schema.messages as Row[]).find(
+    (r) => r.method === method && (r.direction === "both" || r.direction === (sender === "client" ? "clientToServer" : "serverToClient")),
+  );
+  const name = row?.[part];
+  if (!row || !name) return undefined;
+  const ref = { $ref: `#/$defs/${name}` };
+  return part === "result" && row.resultMayBeNull ? { anyOf: [ref, { type: "null" }] } : ref;
+}
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
@@ -18,10 +37,13 @@ function problems(value: Json | undefined, node: Record<string, unknown> | undef
   if (!node || value === undefined) return [];
   if (typeof value === "string" && /^<[^>]+>/.test(value)) return [];
   if (typeof node.$ref === "string") return problems(value, schema.$defs[node.$ref.replace("#/$defs/", "")], at);
-  if (Array.isArray(node.anyOf)) {
-    const each = (node.anyOf as Record<string, unknown>[]).map((member) => problems(value, member, at));
+  const members = (node.anyOf ?? node.oneOf) as Record<string, unknown>[] | undefined;
+  if (Array.isArray(members)) {
+    const each = members.map((member) => problems(value, member, at));
     return each.some((p) => p.length === 0) ? [] : each.flat();
   }
+  if ("const" in node)
+    return node.const === value ? [] : [`${at}: ${JSON.stringify(value)} is not ${JSON.stringify(node.const)}`];
   if (Array.isArray(node.enum))
     return node.enum.includes(value)
       ? []
@@ -84,24 +106,24 @@ describe("protocol/examples", () => {
             asked.set(key, message.method);
             if (!(SERVER_REQUEST_NAMES as readonly string[]).includes(message.method))
               found.push(`${where}: unknown server request`);
-            found.push(...problems(message.params, schema.serverRequests[message.method]?.params, where));
+            found.push(...problems(message.params, node(message.method, "daemon", "params"), where));
           } else {
             const known = [...NOTIFICATION_NAMES, ...SERVER_NOTIFICATION_NAMES, ...LSP_NOTIFICATIONS] as string[];
             if (!known.includes(message.method)) found.push(`${where}: unknown notification`);
-            found.push(...problems(message.params, schema.notifications[message.method]?.params, where));
+            found.push(...problems(message.params, node(message.method, "daemon", "params"), where));
           }
           checked++;
         }
         if (message.result !== undefined && message.id !== undefined) {
           if (step.direction === "receive" && sent.has(key)) {
             const method = sent.get(key)!;
-            found.push(...problems(message.result, schema.methods[method]?.result, `${file}: result of ${method}`));
+            found.push(...problems(message.result, node(method, "client", "result"), `${file}: result of ${method}`));
             checked++;
           }
           if (step.direction === "send" && asked.has(key)) {
             const method = asked.get(key)!;
             found.push(
-              ...problems(message.result, schema.serverRequests[method]?.result, `${file}: answer to ${method}`),
+              ...problems(message.result, node(method, "daemon", "result"), `${file}: answer to ${method}`),
             );
             checked++;
           }

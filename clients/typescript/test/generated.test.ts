@@ -54,10 +54,11 @@ describe("generated protocol types", () => {
     assert.equal(typeOf({ anyOf: [{ type: "string" }, { type: "null" }] }), "string | null");
     assert.equal(typeOf({ anyOf: [{}, { type: "null" }] }), "unknown");
     // Tagged unions (entries on `type`, messages on `role`) and a typed free-form object.
-    const tagged = { anyOf: [{ $ref: "#/$defs/A" }, { $ref: "#/$defs/B" }], discriminator: { propertyName: "type" } };
+    const tagged = { oneOf: [{ $ref: "#/$defs/A" }, { $ref: "#/$defs/B" }] };
     assert.equal(typeOf(tagged), "A | B");
     assert.equal(typeOf({ type: "array", items: tagged }), "(A | B)[]");
     assert.equal(typeOf({ enum: ["assistant"] }), '"assistant"');
+    assert.equal(typeOf({ const: "assistant" }), '"assistant"');
     assert.equal(typeOf({ $ref: "#/$defs/EntryInput", type: "object" }), "EntryInput");
     assert.equal(typeOf({ enum: ["agent", "llm"] }), '"agent" | "llm"');
     assert.equal(typeOf({ type: "array", items: { enum: ["a", "b"] } }), '("a" | "b")[]');
@@ -68,13 +69,24 @@ describe("generated protocol types", () => {
 
     const out = generateTypes({
       protocolVersion: "9",
-      methods: { "x/do": { params: { $ref: "#/$defs/P" }, result: { type: "null" } } },
-      notifications: {
-        "n/plain": { params: { $ref: "#/$defs/P" } },
-        "hooks/h": { hook: "h", params: { $ref: "#/$defs/P" } },
-      },
-      serverRequests: { "hooks/r": { hook: "r", params: { $ref: "#/$defs/P" }, result: { type: "null" } } },
+      messages: [
+        { method: "x/do", kind: "request", direction: "clientToServer", params: "P", result: "N" },
+        { method: "c/note", kind: "notification", direction: "clientToServer", params: null },
+        { method: "$/both", kind: "notification", direction: "both", params: "P" },
+        { method: "n/plain", kind: "notification", direction: "serverToClient", params: "P" },
+        { method: "hooks/h", kind: "notification", direction: "serverToClient", params: "P", hook: "h" },
+        {
+          method: "hooks/r",
+          kind: "request",
+          direction: "serverToClient",
+          params: "P",
+          result: "P",
+          hook: "r",
+          resultMayBeNull: true,
+        },
+      ],
       $defs: {
+        N: { type: "null" },
         P: {
           type: "object",
           description: "Params.",
@@ -88,10 +100,12 @@ describe("generated protocol types", () => {
       out,
       /\/\*\* Params\. \*\/\nexport interface P \{\n  id: string;\n  \/\*\* @default 3 \*\/\n  "odd-name"\?: number;\n\}/,
     );
-    assert.match(out, /"x\/do": \{ params: P; result: null \};/);
+    assert.match(out, /"x\/do": \{ params: P; result: N \};/);
+    assert.match(out, /export type N = null;/);
     assert.match(out, /export interface Notifications \{\n  "n\/plain": P;\n\}/);
     assert.match(out, /export interface ServerNotifications \{\n  "hooks\/h": P;\n\}/);
-    assert.match(out, /export interface ServerRequests \{\n  "hooks\/r": \{ params: P; result: null \};\n\}/);
+    assert.match(out, /export interface ServerRequests \{\n  "hooks\/r": \{ params: P; result: P \| null \};\n\}/);
+    assert.match(out, /export interface ClientNotifications \{\n  "\$\/both": P;\n  "c\/note": undefined;\n\}/);
   });
 });
 

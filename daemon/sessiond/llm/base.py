@@ -29,7 +29,7 @@ _WIRE: dict[str, Any] = {"rename": "camel", "kw_only": True, "omit_defaults": Tr
 
 
 class CompletionRequest(msgspec.Struct, rename="camel", kw_only=True):
-    """Also the params of ``llm/complete``, every field always present."""
+    """What a summarizer is asked (``llm/complete`` sends it as ``LlmCompleteParams``)."""
 
     system_prompt: str
     prompt: str

@@ -13,7 +13,7 @@ from sessiond.llm.client import ClientComplete
 from sessiond.llm.errors import ProviderError
 from sessiond.server import ClientRequestFailed, ClientReturnedError, Connection
 
-from .types import ClientCapabilities, LlmCompleteResult
+from .types import ClientCapabilities, LlmCompleteParams, LlmCompleteResult
 
 _log = logging.getLogger(__name__)
 # A summary through the editor's model can take minutes; the daemon waits this long.
@@ -96,7 +96,14 @@ class Clients:
             try:
                 result = await chosen.connection.request(
                     "llm/complete",
-                    request,
+                    LlmCompleteParams(
+                        system_prompt=request.system_prompt,
+                        prompt=request.prompt,
+                        max_tokens=request.max_tokens,
+                        reasoning=request.reasoning,
+                        purpose=request.purpose,
+                        reasoning_level=request.reasoning_level,
+                    ),
                     result_type=LlmCompleteResult,
                     timeout=LLM_COMPLETE_TIMEOUT_SECONDS,
                 )

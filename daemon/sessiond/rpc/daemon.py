@@ -15,7 +15,7 @@ import logging
 import os
 import time
 import weakref
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from sessiond._version import __version__
 from sessiond.core.tokens import resolve_threshold_tokens, should_compact
@@ -49,6 +49,7 @@ from .types import (
     PROTOCOL_VERSION,
     ChangeReason,
     ClientInfo,
+    HookName,
     InitializeParams,
     InitializeResult,
     ServerCapabilities,
@@ -58,13 +59,7 @@ from .types import (
 )
 
 _log = logging.getLogger(__name__)
-HOOK_NAMES = [
-    "session_before_compact",
-    "session.compacting",
-    "session_compact",
-    "session_before_tree",
-    "session_tree",
-]
+HOOK_NAMES = list(get_args(HookName))
 NOTIFICATIONS = [
     "session/changed",
     "session/recovered",
@@ -159,8 +154,15 @@ class Daemon:
     def initialize(self, ctx: RequestContext, params: InitializeParams) -> InitializeResult:
         state = self.client(ctx)
         state.name = (params.client_info or ClientInfo(name="client")).name
-        state.capabilities = params.capabilities
         warnings = list(self.settings_warnings)
+        # A client built for a later daemon may name hooks this one does not have: they are
+        # ignored, as unknown settings are, so that the client can still connect.
+        unknown = [hook for hook in params.capabilities.hooks if hook not in HOOK_NAMES]
+        if unknown:
+            shown = ", ".join(json.dumps(hook)[:80] for hook in unknown[:10])
+            warnings.append(f"capabilities.hooks: unknown hooks ignored: {shown}")
+            params.capabilities.hooks = [h for h in params.capabilities.hooks if h in HOOK_NAMES]
+        state.capabilities = params.capabilities
         effective = self.base_settings
         if params.settings:
             effective, problems = merge_settings(

@@ -27,6 +27,7 @@ from sessiond.core.convert import LlmMessage
 from sessiond.core.entries import KnownEntry
 from sessiond.core.messages import (
     AgentMessage,
+    AssistantContentBlock,
     AssistantMessage,
     BashExecutionMessage,
     CustomMessage,
@@ -209,7 +210,19 @@ SCHEMA_UNIONS: dict[str, tuple[Any, str, dict[str, Any]]] = {
     ),
     "LlmMessage": (
         LlmMessage,
-        "A message as a provider receives it: `context/build` in the `llm` format.",
+        "A message as a provider receives it: the roles `context/build` returns in the `llm` "
+        "format (the field is typed as AgentMessage, of which these are a part).",
+        {},
+    ),
+    "UserContentBlock": (
+        UserContentBlock,
+        "A content block of a user-side message (user, developer, tool result, custom): "
+        "text or an image, tagged by `type`.",
+        {},
+    ),
+    "AssistantContentBlock": (
+        AssistantContentBlock,
+        "A content block of an assistant message, tagged by `type`.",
         {},
     ),
     "EntryInput": (
@@ -238,14 +251,16 @@ CompactionEntryJson = Annotated[
 BranchSummaryEntryJson = Annotated[
     msgspec.Raw, msgspec.Meta(extra_json_schema={"$ref": "#/$defs/BranchSummaryEntry"})
 ]
+# One array type (the llm form's roles are among the agent form's): a union of two
+# array types is something generated decoders (msgspec's among them) cannot read.
 ContextMessagesJson = Annotated[
     msgspec.Raw,
     msgspec.Meta(
         extra_json_schema={
-            "anyOf": [
-                {"type": "array", "items": {"$ref": "#/$defs/AgentMessage"}},
-                {"type": "array", "items": {"$ref": "#/$defs/LlmMessage"}},
-            ]
+            "type": "array",
+            "items": {"$ref": "#/$defs/AgentMessage"},
+            "description": "The messages in the format asked: pi's AgentMessages (`agent`), "
+            "or provider messages (`llm`: only the roles of LlmMessage).",
         }
     ),
 ]

@@ -134,10 +134,13 @@ class ClientHooks:
             )
         except ClientRequestFailed as exc:
             problem = f"{client.name} (connection {client.id}): {method} failed: {exc}"
-        _log.warning("hook answer ignored: %s", problem)
         problems.append(problem)
-        self._tell_subscribers(f"sessiond: hook answer ignored: {problem}")
+        self.answer_ignored(problem)
         return None
+
+    def answer_ignored(self, problem: str) -> None:
+        _log.warning("hook answer ignored: %s", problem)
+        self._tell_subscribers(f"sessiond: hook answer ignored: {problem}")
 
     def _tell_subscribers(self, text: str) -> None:
         """``window/logMessage`` to the session's clients, for what went wrong quietly."""
@@ -177,6 +180,7 @@ class ClientHooks:
                     details=compaction.details,
                     short_summary=compaction.short_summary,
                     preserve_data=compaction.preserve_data,
+                    supplied_by=f"{client.name} (connection {client.id})",
                 )
                 if compaction is not None
                 else None,

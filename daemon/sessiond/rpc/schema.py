@@ -4,19 +4,32 @@ Methods come from the router itself (params type as registered, result type
 from the handler's return annotation), so the schema cannot drift from the
 code; ``sessiond schema --check`` (and a test) fail when the committed file is
 stale. Entries and messages are typed by the session file's own types (see
-``entry_types``): tagged unions on ``type`` and ``role``, with ``$defs`` named
-``Entry``, ``AgentMessage``, ``LlmMessage``, ``EntryInput`` and ``MessageInput``.
+``entry_types``). The file is written for code generators as much as for
+validators:
+
+- every tagged union is standard JSON Schema: ``oneOf`` of named types, each with
+  its tag as a ``const`` (msgspec writes OpenAPI's ``discriminator``, which JSON
+  Schema does not have and generators misread; it is rewritten here);
+- the root is a catalogue (one property per named type), so a generator run on the
+  file as it is emits every type;
+- ``messages`` is the table of every message of the protocol, both directions:
+  method, request or notification, direction, and the names of its params and
+  result types in ``$defs``.
 """
 
 from __future__ import annotations
 
 import typing
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import msgspec
 
-from sessiond.llm.base import CompletionRequest
-from sessiond.server.messages import LogMessageParams, WorkDoneBegin, WorkDoneEnd, WorkDoneReport
+from sessiond.server.messages import (
+    CancelParams,
+    LogMessageParams,
+    WorkDoneProgress,
+)
 
 from . import types as t
 from .entry_types import SCHEMA_UNIONS
@@ -27,7 +40,27 @@ class ProgressParams(msgspec.Struct):
 
     # The JSON-RPC layer sends its own ProgressParams, whose value it does not type.
     token: t.ProgressToken
-    value: WorkDoneBegin | WorkDoneReport | WorkDoneEnd
+    value: WorkDoneProgress
+
+
+class InitializedParams(msgspec.Struct):
+    """``initialized``: LSP's notification after the ``initialize`` answer (an empty object)."""
+
+
+Direction = Literal["clientToServer", "serverToClient", "both"]
+
+
+@dataclass(frozen=True)
+class Message:
+    """One row of the schema's ``messages`` table."""
+
+    method: str
+    kind: Literal["request", "notification"]
+    direction: Direction
+    # The params type (None: the message has no params) and, for a request, the result's.
+    params: Any
+    result: Any = None
+    hook: str | None = None
 
 
 # Daemon to client. The hooks/ ones go only to clients that declared the hook.
@@ -46,15 +79,66 @@ SERVER_REQUESTS: dict[str, tuple[Any, Any]] = {
     "hooks/session_before_compact": (t.BeforeCompactHookParams, t.BeforeCompactHookResult),
     "hooks/session.compacting": (t.CompactingHookParams, t.CompactingHookResult),
     "hooks/session_before_tree": (t.BeforeTreeHookParams, t.BeforeTreeHookResult),
-    "llm/complete": (CompletionRequest, t.LlmCompleteResult),
+    "llm/complete": (t.LlmCompleteParams, t.LlmCompleteResult),
+}
+# LSP's own notifications, both ways: the connection handles them (exit, $/cancelRequest)
+# or the daemon accepts and ignores them (initialized).
+CANCEL_REQUEST = "$/cancelRequest"
+# Named unions of the schema: the session file's, and LSP's work-done progress values.
+UNIONS: dict[str, tuple[Any, str, dict[str, Any]]] = {
+    **SCHEMA_UNIONS,
+    "WorkDoneProgress": (
+        WorkDoneProgress,
+        "A `$/progress` value, LSP's work-done progress: begin, report or end, tagged by `kind`.",
+        {},
+    ),
 }
 _HOOK_PREFIX = "hooks/"
+# The result of a request answered with JSON null (shutdown).
+NULL_RESULT = "NullResult"
 # msgspec names a component by its class, qualified when two classes share a name;
 # the schema's names must be plain identifiers (clients generate types from them).
 SCHEMA_NAMES: dict[str, str] = {
     "sessiond.core.messages.Usage": "TokenUsage",
     "sessiond.rpc.types.Usage": "Usage",
 }
+ROOT_TITLE = "SessiondProtocol"
+
+
+def protocol_messages() -> list[Message]:
+    """Every message of the protocol, client requests first, each group sorted by method."""
+    from sessiond.settings import Settings
+
+    from .app import build_daemon
+    from .daemon import Daemon
+
+    router = build_daemon(Daemon(Settings(), [])).router
+    found: list[Message] = []
+    for name, spec in sorted(router.requests.items()):
+        result = typing.get_type_hints(spec.handler).get("return", Any)
+        found.append(Message(name, "request", "clientToServer", spec.params_type, _or_null(result)))
+    client_notifications = {name: spec.params_type for name, spec in router.notifications.items()}
+    client_notifications["initialized"] = InitializedParams
+    client_notifications["exit"] = None
+    for name, params in sorted(client_notifications.items()):
+        found.append(Message(name, "notification", "clientToServer", params))
+    found.append(Message(CANCEL_REQUEST, "notification", "both", CancelParams))
+    for name, params in sorted(NOTIFICATIONS.items()):
+        found.append(Message(name, "notification", "serverToClient", params, hook=_hook(name)))
+    for name, (params, result) in sorted(SERVER_REQUESTS.items()):
+        found.append(Message(name, "request", "serverToClient", params, result, _hook(name)))
+    return found
+
+
+def _or_null(result: Any) -> Any:
+    return NULL_RESULT if result is type(None) else result
+
+
+def _hook(method: str) -> str | None:
+    return method.removeprefix(_HOOK_PREFIX) if method.startswith(_HOOK_PREFIX) else None
+
+
+# -- rewriting msgspec's schema for generators ----------------------------------------------------
 
 
 def _renamed(node: Any, names: dict[str, str]) -> Any:
@@ -65,11 +149,6 @@ def _renamed(node: Any, names: dict[str, str]) -> Any:
         if isinstance(ref, str) and ref.startswith("#/$defs/"):
             name = ref.removeprefix("#/$defs/")
             out["$ref"] = f"#/$defs/{names.get(name, name)}"
-        if "discriminator" in out:
-            mapping = out["discriminator"].get("mapping", {})
-            for tag, target in mapping.items():
-                name = target.removeprefix("#/$defs/")
-                mapping[tag] = f"#/$defs/{names.get(name, name)}"
         return out
     if isinstance(node, list):
         return [_renamed(item, names) for item in node]
@@ -88,6 +167,32 @@ def _named(node: Any, unions: dict[str, Any]) -> Any:
     return node
 
 
+def _standard_unions(node: Any, tags: dict[str, str]) -> Any:
+    """``anyOf`` + ``discriminator`` rewritten as ``oneOf``; ``tags`` collects, for each
+    member, the name of its tag property (its one-value ``enum`` becomes a ``const``)."""
+    if isinstance(node, list):
+        return [_standard_unions(item, tags) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _standard_unions(value, tags) for key, value in node.items()}
+    if "$ref" in out:
+        # A raw field typed by extra_json_schema also carries the type msgspec gave it.
+        out.pop("type", None)
+    discriminator = out.pop("discriminator", None)
+    if discriminator is not None:
+        out["oneOf"] = out.pop("anyOf")
+        for target in discriminator["mapping"].values():
+            tags[target.removeprefix("#/$defs/")] = discriminator["propertyName"]
+    return out
+
+
+def _const_tags(components: dict[str, Any], tags: dict[str, str]) -> None:
+    for name, tag in tags.items():
+        tag_schema = components[name]["properties"][tag]
+        (value,) = tag_schema.pop("enum")
+        tag_schema["const"] = value
+
+
 def _plain_names(components: dict[str, Any]) -> dict[str, Any]:
     qualified = [name for name in components if "." in name and name not in SCHEMA_NAMES]
     if qualified:
@@ -97,75 +202,83 @@ def _plain_names(components: dict[str, Any]) -> dict[str, Any]:
     return pointing
 
 
-def _hooked(name: str, entry: dict[str, Any]) -> dict[str, Any]:
-    """A table entry; a hook's also says which hook (as clients declare it) it belongs to."""
-    if name.startswith(_HOOK_PREFIX):
-        entry["hook"] = name.removeprefix(_HOOK_PREFIX)
-    return entry
+def _type_name(node: Any, what: str) -> str:
+    ref = node.get("$ref") if isinstance(node, dict) else None
+    if not isinstance(ref, str):
+        raise RuntimeError(f"{what} must be a named type (a msgspec Struct), not {node}")
+    return ref.removeprefix("#/$defs/")
 
 
 def build_schema() -> dict[str, Any]:
-    from sessiond.settings import Settings
-
-    from .app import build_daemon
-    from .daemon import Daemon
-
-    daemon = build_daemon(Daemon(Settings(), []))
-    methods: list[tuple[str, Any, Any]] = []
-    for name, spec in sorted(daemon.router.requests.items()):
-        hints = typing.get_type_hints(spec.handler)
-        result = hints.get("return", Any)
-        methods.append((name, spec.params_type, None if result is type(None) else result))
+    messages = protocol_messages()
     wanted: list[Any] = []
-    for _, params, result in methods:
-        wanted += [params, result if result is not None else type(None)]
-    for payload in NOTIFICATIONS.values():
-        wanted.append(payload)
-    for params, result in SERVER_REQUESTS.values():
-        wanted += [params, result]
-    wanted += [union for union, _, _ in SCHEMA_UNIONS.values()]
+    for message in messages:
+        if message.params is not None:
+            wanted.append(message.params)
+        if message.result is not None and message.result != NULL_RESULT:
+            wanted.append(message.result)
+    wanted += [union for union, _, _ in UNIONS.values()]
     schemas, components = msgspec.json.schema_components(wanted, ref_template="#/$defs/{name}")
-    unions = dict(zip(SCHEMA_UNIONS, schemas[-len(SCHEMA_UNIONS) :], strict=True))
+    unions = dict(zip(UNIONS, schemas[-len(UNIONS) :], strict=True))
     taken = unions.keys() & components.keys()
     if taken:
         raise RuntimeError(f"union names taken by types: {sorted(taken)}")
     components = _named(components, unions)
-    for name, (_, description, more) in SCHEMA_UNIONS.items():
+    for name, (_, description, more) in UNIONS.items():
         components[name] = {"title": name, "description": description, **unions[name], **more}
-    components = _plain_names(components)
-    schemas = _renamed(_named(list(schemas), unions), SCHEMA_NAMES)
-    found = iter(schemas)
-
-    def pair() -> tuple[Any, Any]:
-        return next(found), next(found)
-
-    method_table = {}
-    for name, _, _ in methods:
-        params, result = pair()
-        method_table[name] = {"params": params, "result": result}
-    notification_table = {name: _hooked(name, {"params": next(found)}) for name in NOTIFICATIONS}
-    request_table = {}
-    for name in SERVER_REQUESTS:
-        params, result = pair()
-        if name.startswith(_HOOK_PREFIX):
-            # A hook may answer null: "no opinion", the same as not declaring the hook.
-            result = {"anyOf": [result, {"type": "null"}]}
-        request_table[name] = _hooked(name, {"params": params, "result": result})
+    components[NULL_RESULT] = {
+        "title": NULL_RESULT,
+        "description": "JSON null: the result of a request that answers nothing (shutdown).",
+        "type": "null",
+    }
+    tags: dict[str, str] = {}
+    components = _plain_names(_standard_unions(components, tags))
+    _const_tags(components, {SCHEMA_NAMES.get(name, name): tag for name, tag in tags.items()})
+    found = iter(_renamed(_named(list(schemas), unions), SCHEMA_NAMES))
+    table: list[dict[str, Any]] = []
+    for message in messages:
+        row: dict[str, Any] = {
+            "method": message.method,
+            "kind": message.kind,
+            "direction": message.direction,
+            "params": None
+            if message.params is None
+            else _type_name(next(found), f"params of {message.method}"),
+        }
+        if message.kind == "request":
+            row["result"] = (
+                NULL_RESULT
+                if message.result == NULL_RESULT
+                else _type_name(next(found), f"result of {message.method}")
+            )
+        if message.hook is not None:
+            row["hook"] = message.hook
+            if message.kind == "request":
+                # A hook may answer null: "no opinion", the same as not declaring the hook.
+                row["resultMayBeNull"] = True
+        table.append(row)
+    names = sorted(components)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "sessiond protocol",
+        "title": ROOT_TITLE,
         "protocolVersion": t.PROTOCOL_VERSION,
         "description": (
-            "JSON-RPC 2.0 methods (client to daemon), notifications (daemon to client) and "
-            "server requests (hooks and llm/complete, daemon to client). Entries and messages "
-            "are typed ($defs Entry, AgentMessage, LlmMessage, EntryInput, MessageInput); "
-            "objects may carry fields not listed. Generated by `sessiond schema`; see "
-            "protocol/README.md for the meaning of each."
+            "The sessiond protocol: JSON-RPC 2.0 with LSP framing. `messages` lists every "
+            "message, both directions: `method`, `kind` (request or notification), "
+            "`direction` (clientToServer, serverToClient or both), and `params` / `result`, "
+            "the names of their types in `$defs` (`params` null: the message has none; "
+            "`resultMayBeNull`: a hook may also answer null, meaning no opinion). Entries and "
+            "messages are typed ($defs Entry, AgentMessage, LlmMessage, EntryInput, "
+            "MessageInput): tagged unions as `oneOf` with a `const` tag. Objects may carry "
+            "fields not listed; an optional field sent as null is read as absent. The root "
+            "object is a catalogue with one property per type, so that a code generator run on "
+            "this file emits every type; no message has its shape. Generated by "
+            "`sessiond schema`; protocol/README.md gives the meaning of each."
         ),
-        "methods": method_table,
-        "notifications": notification_table,
-        "serverRequests": request_table,
-        "$defs": components,
+        "type": "object",
+        "properties": {name: {"$ref": f"#/$defs/{name}"} for name in names},
+        "messages": table,
+        "$defs": {name: components[name] for name in names},
     }
 
 

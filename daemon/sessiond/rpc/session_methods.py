@@ -17,6 +17,7 @@ from sessiond.store.session import SessionStore
 from .daemon import Daemon
 from .tree_view import tree_result
 from .types import (
+    NO_LEAF,
     AppendedEntry,
     AppendParams,
     AppendResult,
@@ -63,6 +64,7 @@ def register(daemon: Daemon) -> None:
             if already is not None:
                 raise ConflictError(
                     f"{params.path} is already open as session {already.session_id}",
+                    path=str(already.store.path),
                     sessionId=already.session_id,
                 )
 
@@ -153,8 +155,10 @@ def register(daemon: Daemon) -> None:
         expected = params.expected_leaf_id
         entries = (
             actor.store.append_entries(params.entries)
-            if isinstance(expected, msgspec.UnsetType)
-            else actor.store.append_entries(params.entries, expected_leaf_id=expected)
+            if expected is None
+            else actor.store.append_entries(
+                params.entries, expected_leaf_id=None if expected == NO_LEAF else expected
+            )
         )
         actor.appended(entries)
         ids = [entry.id for entry in entries]

@@ -9,12 +9,14 @@ holds.
 
 from __future__ import annotations
 
+import typing
 from typing import Annotated, Any, Literal
 
 import msgspec
 
 from sessiond.core.context import ModelRef
 from sessiond.core.entries import SessionHeader
+from sessiond.llm.base import Purpose, ReasoningLevel
 from sessiond.service.events import CompactionReason, CompactionResult
 from sessiond.store.listing import SessionSummary
 from sessiond.store.recovery import RecoveryReport
@@ -54,9 +56,21 @@ class ClientInfo(msgspec.Struct, kw_only=True, **_W):
     version: str | None = None
 
 
+# The hooks a daemon of this version knows; a client may name others (a later daemon's):
+# they are ignored with a warning.
+KnownHooks = Annotated[
+    list[str],
+    msgspec.Meta(
+        description="Hooks this client answers: "
+        + ", ".join(typing.get_args(HookName))
+        + ". A name the daemon does not know is ignored with a warning."
+    ),
+]
+
+
 class ClientCapabilities(msgspec.Struct, kw_only=True, **_W):
     # Hooks this client answers (server->client requests or notifications).
-    hooks: list[HookName] = msgspec.field(default_factory=list)
+    hooks: KnownHooks = msgspec.field(default_factory=list)
     # The client can summarize with its own model access (``llm/complete``).
     llm: bool = False
     # Notification methods this client does not want.
@@ -67,7 +81,16 @@ class InitializeParams(msgspec.Struct, kw_only=True, **_W):
     client_info: ClientInfo | None = None
     # "1". Any other JSON value (1 as a number included) is served with a warning;
     # the schema says what to send.
-    protocol_version: Annotated[Any, msgspec.Meta(extra_json_schema={"type": "string"})] = None
+    protocol_version: Annotated[
+        Any,
+        msgspec.Meta(
+            extra_json_schema={
+                "type": "string",
+                "description": 'The protocol version the client speaks: the string "1". '
+                "Another value (the number 1 included) is served with a warning.",
+            }
+        ),
+    ] = None
     capabilities: ClientCapabilities = msgspec.field(default_factory=ClientCapabilities)
     # Setting overrides for this connection, {group: {key: value}}.
     settings: dict[str, Any] | None = None
@@ -147,13 +170,25 @@ class ListSessionsResult(msgspec.Struct, kw_only=True, **_W):
     sessions: list[SessionListing]
 
 
+# The leaf an append expects; "" stands for "no entry yet" (null is the same as absent).
+NO_LEAF = ""
+ExpectedLeafId = Annotated[
+    str,
+    msgspec.Meta(
+        description="Append only if the leaf is this entry; the empty string: only if the "
+        "session has no entry yet. Leave it out (or null) to append under any leaf."
+    ),
+]
+
+
 class AppendParams(msgspec.Struct, kw_only=True, **_W):
     session_id: str
     # Entry objects without id, parentId and timestamp, e.g.
     # {"type": "message", "message": {"role": "user", "content": "hi"}}.
     entries: list[EntryInputObject]
-    # Refuse (conflict) unless the leaf is still this one; null means "no leaf yet".
-    expected_leaf_id: str | msgspec.UnsetType | None = msgspec.UNSET
+    # Refuse (conflict) unless the leaf is still this one; "" means "the session has no
+    # entry yet". Absent or null: append under whatever the leaf is.
+    expected_leaf_id: ExpectedLeafId | None = None
 
 
 class Usage(msgspec.Struct, kw_only=True, **_W):
@@ -546,6 +581,19 @@ class TreeHookParams(msgspec.Struct, kw_only=True, **_W):
     old_leaf_id: str | None
     summary_entry: BranchSummaryEntryJson | None = None
     from_extension: bool | None = None
+
+
+class LlmCompleteParams(msgspec.Struct, kw_only=True, rename="camel"):
+    """``llm/complete``: every field is always sent."""
+
+    system_prompt: str
+    prompt: str
+    max_tokens: int
+    # The caller wants extended reasoning (at ``reasoningLevel``, "high" when null).
+    reasoning: bool
+    purpose: Purpose
+    # The session's thinking level; null when ``reasoning`` is false.
+    reasoning_level: ReasoningLevel | None
 
 
 class LlmCompleteResult(msgspec.Struct, kw_only=True, **_W):

@@ -162,8 +162,7 @@ class Dispatcher:
             self._refuse_duplicate(request_id)
             return
         try:
-            # More than 4 bytes: neither absent nor null, so no need for decode_params' checks.
-            params = spec.decoder.decode(raw) if len(raw) > 4 else spec.decode_params(raw)
+            params = spec.decode_params(raw)
         except UNDECODABLE as exc:
             self.send_error(request_id, invalid_params(exc))
             return

@@ -12,6 +12,7 @@ from typing import Any
 
 import msgspec
 
+from sessiond.core.absent import decode_reading_null_as_absent
 from sessiond.server.messages import IncomingError
 
 
@@ -49,14 +50,19 @@ class ClientResultInvalid(ClientRequestFailed):
 
 
 class _Pending:
-    __slots__ = ("decoder", "future", "method")
+    __slots__ = ("decoder", "future", "method", "result_type")
 
     def __init__(
-        self, method: str, future: asyncio.Future[Any], decoder: msgspec.json.Decoder[Any]
+        self,
+        method: str,
+        future: asyncio.Future[Any],
+        decoder: msgspec.json.Decoder[Any],
+        result_type: Any,
     ) -> None:
         self.method = method
         self.future = future
         self.decoder = decoder
+        self.result_type = result_type
 
 
 _any_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
@@ -78,7 +84,7 @@ class PendingRequests:
         self._next_id += 1
         decoder = _any_decoder if result_type is Any else msgspec.json.Decoder(result_type)
         future: asyncio.Future[Any] = loop.create_future()
-        self._waiting[self._next_id] = _Pending(method, future, decoder)
+        self._waiting[self._next_id] = _Pending(method, future, decoder, result_type)
         return self._next_id, future
 
     def discard(self, request_id: int) -> bool:
@@ -103,7 +109,10 @@ class PendingRequests:
             )
             return True
         try:
-            future.set_result(pending.decoder.decode(result if len(result) else b"null"))
+            raw = result if len(result) else b"null"
+            future.set_result(
+                decode_reading_null_as_absent(pending.decoder, raw, pending.result_type)
+            )
         except (msgspec.ValidationError, RecursionError) as exc:
             future.set_exception(
                 ClientResultInvalid(pending.method, f"client's result for {pending.method}: {exc}")

@@ -22,6 +22,7 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
+from sessiond.core.absent import decode_reading_null_as_absent
 from sessiond.server.context import NotificationContext, RequestContext
 
 P = TypeVar("P")
@@ -45,11 +46,13 @@ class _Spec(Generic[P]):
     decoder: msgspec.json.Decoder[P] = field(repr=False)
 
     def decode_params(self, raw: msgspec.Raw) -> P:
-        """The params as the handler's type. Absent or ``null`` params count as ``{}``."""
+        """The params as the handler's type. Absent or ``null`` params count as ``{}``, and
+        an optional field sent as null as one left out."""
         size = len(raw)
         if size == 0 or (size == 4 and bytes(raw) == b"null"):
             return self.decoder.decode(_EMPTY_PARAMS)
-        return self.decoder.decode(raw)
+        params: P = decode_reading_null_as_absent(self.decoder, raw, self.params_type)
+        return params
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 COMPACTION_CANCELLED = "Compaction cancelled"
 REVIEWED_SUMMARY_KEPT = (
-    "session_before_compact returned a compaction; the reviewed summary was kept instead"
+    "hooks/session_before_compact returned a compaction; the reviewed summary was kept instead"
 )
 # oh-my-pi's native remote compaction state; stale once a local compaction runs.
 _REMOTE_STATE_KEY = "openaiRemoteCompaction"
@@ -139,7 +139,9 @@ class Compactor:
             raise CancelledError(COMPACTION_CANCELLED)
         if answer.compaction is not None and supplied_summary is not None:
             # The user reviewed this text: a hook may veto it, not replace it.
-            problems.append(REVIEWED_SUMMARY_KEPT)
+            problem = f"{answer.compaction.supplied_by}: {REVIEWED_SUMMARY_KEPT}"
+            problems.append(problem)
+            self.hooks.answer_ignored(problem)
             answer.compaction = None
         from_extension = answer.compaction is not None
         if answer.compaction is not None:
@@ -330,17 +332,26 @@ async def _failing_as(prefix: str, work: Awaitable[str]) -> str:
         ) from None
 
 
-async def _both(first: Awaitable[str], second: Awaitable[str]) -> tuple[str, str]:
-    """Run two summaries at once; if either fails, the other is cancelled."""
-    tasks = [asyncio.ensure_future(first), asyncio.ensure_future(second)]
+async def _both(history: Awaitable[str], prefix: Awaitable[str]) -> tuple[str, str]:
+    """Run the history and turn-prefix summaries at once.
+
+    The failure reported does not depend on which of two failing calls answers first:
+    a failed history summary is the one reported (the prefix's call is cancelled), and
+    the prefix's failure only once the history summary has succeeded (pi's
+    ``Promise.all`` reports whichever rejects first)."""
+    first, second = asyncio.ensure_future(history), asyncio.ensure_future(prefix)
     try:
-        results = await asyncio.gather(*tasks)
+        history_text = await first
     except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        second.cancel()
+        await asyncio.gather(second, return_exceptions=True)
         raise
-    return results[0], results[1]
+    try:
+        prefix_text = await second
+    except BaseException:
+        second.cancel()
+        raise
+    return history_text, prefix_text
 
 
 def _summarizer_details(completions: list[Completion]) -> dict[str, Any]:

@@ -30,6 +30,8 @@ class SuppliedCompaction:
     details: Any = None
     short_summary: str | None = None
     preserve_data: dict[str, Any] | None = None
+    # Who answered with it, as problems name a client: "vscode (connection 2)".
+    supplied_by: str = "a hook"
 
 
 @dataclass
@@ -88,6 +90,10 @@ class Hooks(Protocol):
 
     async def compacted(self, entry: CompactionEntry, from_extension: bool) -> None: ...
 
+    def answer_ignored(self, problem: str) -> None:
+        """A hook's answer was set aside by the run's own rule (it is also recorded in
+        the entry's ``details.hookProblems``): tell whoever listens."""
+
     async def before_tree(self, preparation: TreePreparation) -> BeforeTreeAnswer: ...
 
     async def tree_changed(
@@ -114,6 +120,9 @@ class NoHooks:
         return CompactingAnswer()
 
     async def compacted(self, entry: CompactionEntry, from_extension: bool) -> None:
+        return None
+
+    def answer_ignored(self, problem: str) -> None:
         return None
 
     async def before_tree(self, preparation: TreePreparation) -> BeforeTreeAnswer:

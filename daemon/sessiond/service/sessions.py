@@ -407,6 +407,7 @@ class SessionRegistry:
         other = self._by_id[session_id]
         return ConflictError(
             f"another open session ({other.store.path}) has the same id {session_id}",
+            path=str(other.store.path),
             sessionId=session_id,
         )
 

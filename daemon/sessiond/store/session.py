@@ -23,6 +23,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
+from sessiond.core.absent import without_null_optionals
 from sessiond.core.context import (
     UNSET,
     SessionContext,
@@ -36,6 +37,7 @@ from sessiond.core.entries import (
     CURRENT_SESSION_VERSION,
     ENTRY_TYPES,
     Entry,
+    KnownEntry,
     LabelEntry,
     MessageEntry,
     SessionHeader,
@@ -667,6 +669,12 @@ class SessionStore:
             **fields,
         }
         line = msgspec.json.encode(data)
+        # A known optional field sent as null is the same as one left out, and is not
+        # written as null (pi and other readers of the file look for those keys). A root's
+        # parentId is the one null every entry may have.
+        if line.count(b":null") > (parent_id is None):
+            data = without_null_optionals(data, KnownEntry)
+            line = msgspec.json.encode(data)
         if len(line) > MAX_LINE_BYTES:
             # Opening the file would report such a line as damage, not read it.
             raise InvalidEntryError(

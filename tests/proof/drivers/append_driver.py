@@ -150,7 +150,8 @@ def main() -> None:
         entries = [entry(rng, marker) for marker in markers]
         size = daemon.send(
             "session/append",
-            {"sessionId": session_id, "entries": entries, "expectedLeafId": leaf},
+            # "" is "no entry yet" (null would be no guard at all)
+            {"sessionId": session_id, "entries": entries, "expectedLeafId": leaf or ""},
         )
         if size > 1_000_000:
             ack("big", size)  # sent: the test may aim its kill at the write() that follows

@@ -14,6 +14,7 @@ export type AgentMessage = UserMessage | DeveloperMessage | AssistantMessage | T
 export interface AppendParams {
   sessionId: string;
   entries: EntryInput[];
+  /** @default null */
   expectedLeafId?: string | null;
 }
 
@@ -28,9 +29,12 @@ export interface AppendedEntry {
   leafId: string | null;
 }
 
+/** A content block of an assistant message, tagged by `type`. */
+export type AssistantContentBlock = TextContent | ThinkingContent | ToolCall | RedactedThinkingContent;
+
 export interface AssistantMessage {
   role: "assistant";
-  content: (TextContent | ThinkingContent | ToolCall | RedactedThinkingContent)[];
+  content: AssistantContentBlock[];
   /** @default null */
   api?: string | null;
   provider: string;
@@ -54,7 +58,7 @@ export interface AssistantMessage {
 /** An assistant message to append: as stored, but api is required (pi always writes it). */
 export interface AssistantMessageInput {
   role: "assistant";
-  content: (TextContent | ThinkingContent | ToolCall | RedactedThinkingContent)[];
+  content: AssistantContentBlock[];
   api: string;
   provider: string;
   model: string;
@@ -196,7 +200,8 @@ export interface BuildContextParams {
 }
 
 export interface BuildContextResult {
-  messages: AgentMessage[] | LlmMessage[];
+  /** The messages in the format asked: pi's AgentMessages (`agent`), or provider messages (`llm`: only the roles of LlmMessage). */
+  messages: AgentMessage[];
   thinkingLevel: string;
   model: ModelRef | null;
   entryIds: string[];
@@ -206,9 +211,16 @@ export interface BuildContextResult {
   warnings?: string[];
 }
 
+export interface CancelParams {
+  id: number | string;
+}
+
 export interface ClientCapabilities {
-  /** @default [] */
-  hooks?: ("session.compacting" | "session_before_compact" | "session_before_tree" | "session_compact" | "session_tree")[];
+  /**
+   * Hooks this client answers: session_before_compact, session.compacting, session_compact, session_before_tree, session_tree. A name the daemon does not know is ignored with a warning.
+   * @default []
+   */
+  hooks?: string[];
   /** @default false */
   llm?: boolean;
   /** @default [] */
@@ -357,19 +369,6 @@ export interface CompactionSummaryMessage {
   providerPayload?: unknown;
 }
 
-/** Also the params of ``llm/complete``, every field always present. */
-export interface CompletionRequest {
-  systemPrompt: string;
-  prompt: string;
-  maxTokens: number;
-  /** @default false */
-  reasoning?: boolean;
-  /** @default "history" */
-  purpose?: "branch" | "history" | "short" | "turnPrefix" | "update";
-  /** @default null */
-  reasoningLevel?: ("high" | "low" | "medium" | "minimal" | "xhigh") | null;
-}
-
 export interface ContextUsageParams {
   sessionId: string;
   /** @default null */
@@ -409,7 +408,7 @@ export interface CustomEntryInput {
 export interface CustomMessage {
   role: "custom";
   customType: string;
-  content: string | ((TextContent | ImageContent)[]);
+  content: string | UserContentBlock[];
   display: boolean;
   /** @default null */
   details?: unknown;
@@ -425,7 +424,7 @@ export interface CustomMessageEntry {
   parentId: string | null;
   timestamp: string;
   customType: string;
-  content: string | ((TextContent | ImageContent)[]);
+  content: string | UserContentBlock[];
   display: boolean;
   /** @default null */
   details?: unknown;
@@ -436,7 +435,7 @@ export interface CustomMessageEntry {
 export interface CustomMessageEntryInput {
   type: "custom_message";
   customType: string;
-  content: string | ((TextContent | ImageContent)[]);
+  content: string | UserContentBlock[];
   display: boolean;
   /** @default null */
   details?: unknown;
@@ -455,7 +454,7 @@ export interface DamagedLine {
 
 export interface DeveloperMessage {
   role: "developer";
-  content: string | ((TextContent | ImageContent)[]);
+  content: string | UserContentBlock[];
   /** @default null */
   timestamp?: number | null;
   /** @default null */
@@ -521,7 +520,7 @@ export interface GetSettingsParams {
 export interface HookMessage {
   role: "hookMessage";
   customType: string;
-  content: string | ((TextContent | ImageContent)[]);
+  content: string | UserContentBlock[];
   display: boolean;
   /** @default null */
   details?: unknown;
@@ -540,7 +539,10 @@ export interface ImageContent {
 export interface InitializeParams {
   /** @default null */
   clientInfo?: ClientInfo | null;
-  /** @default null */
+  /**
+   * The protocol version the client speaks: the string "1". Another value (the number 1 included) is served with a warning.
+   * @default null
+   */
   protocolVersion?: string;
   capabilities?: ClientCapabilities;
   /** @default null */
@@ -556,6 +558,9 @@ export interface InitializeResult {
   /** @default [] */
   warnings?: string[];
 }
+
+/** ``initialized``: LSP's notification after the ``initialize`` answer (an empty object). */
+export interface InitializedParams {}
 
 export interface LabelEntry {
   type: "label";
@@ -593,11 +598,21 @@ export interface ListSessionsResult {
   sessions: SessionSummary[];
 }
 
+/** ``llm/complete``: every field is always sent. */
+export interface LlmCompleteParams {
+  systemPrompt: string;
+  prompt: string;
+  maxTokens: number;
+  reasoning: boolean;
+  purpose: "branch" | "history" | "short" | "turnPrefix" | "update";
+  reasoningLevel: ("high" | "low" | "medium" | "minimal" | "xhigh") | null;
+}
+
 export interface LlmCompleteResult {
   text: string;
 }
 
-/** A message as a provider receives it: `context/build` in the `llm` format. */
+/** A message as a provider receives it: the roles `context/build` returns in the `llm` format (the field is typed as AgentMessage, of which these are a part). */
 export type LlmMessage = UserMessage | DeveloperMessage | AssistantMessage | ToolResultMessage;
 
 export interface LogMessageParams {
@@ -749,6 +764,9 @@ export interface NewSessionResult {
 /** Params type of a method that takes none (any fields sent are ignored). */
 export interface NoParams {}
 
+/** JSON null: the result of a request that answers nothing (shutdown). */
+export type NullResult = null;
+
 export interface OpenSessionParams {
   path: string;
 }
@@ -786,7 +804,7 @@ export interface PrepareCompactionParams {
 /** $/progress: LSP work-done progress of a request that carried a workDoneToken. */
 export interface ProgressParams {
   token: number | string;
-  value: WorkDoneBegin | WorkDoneReport | WorkDoneEnd;
+  value: WorkDoneProgress;
 }
 
 export interface PythonExecutionMessage {
@@ -1063,7 +1081,7 @@ export interface ToolResultMessage {
   role: "toolResult";
   toolCallId: string;
   toolName: string;
-  content: (TextContent | ImageContent)[];
+  content: UserContentBlock[];
   isError: boolean;
   /** @default null */
   details?: unknown;
@@ -1193,9 +1211,12 @@ export interface Usage {
   estimator: string;
 }
 
+/** A content block of a user-side message (user, developer, tool result, custom): text or an image, tagged by `type`. */
+export type UserContentBlock = TextContent | ImageContent;
+
 export interface UserMessage {
   role: "user";
-  content: string | ((TextContent | ImageContent)[]);
+  content: string | UserContentBlock[];
   /** @default null */
   timestamp?: number | null;
   /** @default null */
@@ -1227,6 +1248,9 @@ export interface WorkDoneEnd {
   /** @default null */
   message?: string | null;
 }
+
+/** A `$/progress` value, LSP's work-done progress: begin, report or end, tagged by `kind`. */
+export type WorkDoneProgress = WorkDoneBegin | WorkDoneReport | WorkDoneEnd;
 
 export interface WorkDoneReport {
   kind: "report";
@@ -1262,7 +1286,7 @@ export interface Methods {
   "session/userMessages": { params: SessionRef; result: UserMessagesResult };
   "settings/get": { params: GetSettingsParams; result: SettingsResult };
   "settings/update": { params: UpdateSettingsParams; result: SettingsResult };
-  "shutdown": { params: NoParams; result: null };
+  "shutdown": { params: NoParams; result: NullResult };
   "tree/abort": { params: SessionRef; result: AbortResult };
   "tree/navigate": { params: NavigateParams; result: NavigateResult };
 }
@@ -1277,12 +1301,12 @@ export interface Notifications {
   "window/logMessage": LogMessageParams;
 }
 
-/** Requests, daemon to client: the hooks a client answers, and `llm/complete`. */
+/** Requests, daemon to client: the hooks a client answers, and `llm/complete` (a hook may answer null). */
 export interface ServerRequests {
   "hooks/session.compacting": { params: CompactingHookParams; result: CompactingHookResult | null };
   "hooks/session_before_compact": { params: BeforeCompactHookParams; result: BeforeCompactHookResult | null };
   "hooks/session_before_tree": { params: BeforeTreeHookParams; result: BeforeTreeHookResult | null };
-  "llm/complete": { params: CompletionRequest; result: LlmCompleteResult };
+  "llm/complete": { params: LlmCompleteParams; result: LlmCompleteResult };
 }
 
 /** Hook notifications, daemon to client, sent to clients that declared the hook. */
@@ -1291,10 +1315,26 @@ export interface ServerNotifications {
   "hooks/session_tree": TreeHookParams;
 }
 
+/** Notifications, client to daemon (`$/cancelRequest` goes both ways; `exit` has no params). */
+export interface ClientNotifications {
+  "$/cancelRequest": CancelParams;
+  "exit": undefined;
+  "initialized": InitializedParams;
+}
+
 export type MethodName = keyof Methods;
 export type NotificationName = keyof Notifications;
 export type ServerRequestName = keyof ServerRequests;
 export type ServerNotificationName = keyof ServerNotifications;
+export type ClientNotificationName = keyof ClientNotifications;
+
+/** The hooks a client may declare in `initialize` (`capabilities.hooks`). */
+export type HookName =
+  | "session.compacting"
+  | "session_before_compact"
+  | "session_before_tree"
+  | "session_compact"
+  | "session_tree";
 
 export const METHOD_NAMES: readonly MethodName[] = [
   "agent/turnEnded",
