@@ -175,8 +175,11 @@ async def end_of_turn(
 
     pruned: PrunePlan | None = None
     if config.prune_tool_outputs and last.stop_reason != "error":
-        pruned = prune_tool_outputs(store, estimator, now_ms)
-        tokens = max(0, tokens - pruned.tokens_saved)
+        pruned = prune_tool_outputs(store, estimator)
+        if not pruned.empty:
+            # The edits make the answer's measurement stale: the size is now pi 1.6's
+            # estimate of the edited context.
+            tokens = store.leaf_view.estimate_context(estimator).tokens
     if not should_compact(tokens, context_window, config):
         return TurnCheck(pruned=pruned, context_tokens=tokens)
     run = await _auto_compact(compact, "threshold", False)
