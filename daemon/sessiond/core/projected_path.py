@@ -39,13 +39,15 @@ class ProjectedPath:
             first_kept = (
                 compaction.first_kept_entry_id if isinstance(compaction, CompactionEntry) else None
             )
+            # Searched back from the compaction: the kept region is near it, the path long.
+            kept_from = next(
+                (i for i in range(compaction_index - 1, -1, -1) if path.id_at(i) == first_kept),
+                compaction_index,
+            )
             positions = [compaction_index]
-            kept = False
-            for index in range(compaction_index):
-                if path.id_at(index) == first_kept:
-                    kept = True
+            for index in range(kept_from, compaction_index):
                 system = path.type_at(index) == "message" and path.role_at(index) == "system"
-                if kept and not system:
+                if not system:
                     positions.append(index)
             positions.extend(range(compaction_index + 1, size))
         self._positions = positions
