@@ -253,3 +253,18 @@ async def test_turn_not_ended_when_a_user_message_is_last(tmp_path: Path):
         store.append(assistant("x", input=99_000))
         store.append(user("the next question"))
         assert (await check(store, settings())).outcome is None
+
+
+async def test_after_a_context_edit_the_size_is_the_edited_contexts_estimate(tmp_path: Path):
+    # pi 1.6: a measurement taken before an edit describes a context that is gone
+    with SessionStore.create("/p", session_dir=tmp_path) as store:
+        conversation(store)
+        big = store.append(assistant("big", input=90_000))
+        first = store.records()[0].id
+        store.append({"type": "context_edit", "targetId": first, "replacement": None})
+        result = await check(store, settings())
+        assert result.outcome is None and result.action == "none"
+        assert result.context_tokens == store.leaf_view.estimate_context(CHARS).tokens < 20_000
+        # the same answer without the edit is over the threshold
+        store.branch(big.id)
+        assert (await check(store, settings())).outcome is not None

@@ -159,8 +159,12 @@ async def end_of_turn(
 
     if not enabled or stale:
         return TurnCheck()
-    if last.stop_reason == "error":
-        # No usage on an error: measure the context from the last good answer (pi).
+    if store.leaf_view.has_edits:
+        # pi 1.6: with context edits in the context, its projected estimate.
+        tokens = store.leaf_view.estimate_context(estimator).tokens
+    elif last.stop_reason == "error" or calculate_context_tokens(last.usage) == 0:
+        # No usage on an error (or an all-zero one): measure the context from the last
+        # good answer (pi).
         estimate = store.leaf_view.estimate_context(estimator)
         usage_record = store.leaf_view.last_usage_record
         if usage_record is None:

@@ -219,6 +219,11 @@ class LeafView:
     def model(self) -> ModelRef | None:
         return self._model
 
+    @property
+    def has_edits(self) -> bool:
+        """Whether a ``context_edit`` among the context's entries applies."""
+        return bool(self._edits)
+
     def context(self) -> SessionContext:
         context = SessionContext(messages=[], thinking_level=self.thinking_level, model=self._model)
         for record in self.context_records:
