@@ -71,7 +71,8 @@ case "${1:-}" in
   test)
     shift
     ensure_venv "[test]"
-    ensure_node_modules tests/parity  # pi 0.73.1 itself, for the parity tests
+    ensure_node_modules tests/parity  # pi 0.73.1 itself, for the parity tests on files of its time
+    ensure_node_modules tests/parity/pi16  # pi 1.6.0 itself, the reference
     ensure_node_modules protocol/codegen  # quicktype, for the generated-types test
     ensure_go
     echo "== ruff"

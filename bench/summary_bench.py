@@ -33,7 +33,7 @@ from bench.readme import write_section
 from sessiond.core.convert import convert_to_llm
 from sessiond.core.decode import NotAnEntry, decode_entry
 from sessiond.core.entries import CompactionEntry, Entry
-from sessiond.core.path_view import message_for_summary
+from sessiond.core.projection import message_of_entry
 from sessiond.core.serialize import serialize_conversation
 from sessiond.core.summary_prompts import history_max_tokens, history_prompt
 from sessiond.llm import CompletionRequest, extractive_summary
@@ -121,7 +121,7 @@ def _compaction_case(
     if previous is not None:
         start = ids.index(previous.first_kept_entry_id)
     end = ids.index(compaction.first_kept_entry_id)
-    messages = [m for e in branch[start:end] if (m := message_for_summary(e)) is not None]
+    messages = [m for e in branch[start:end] if (m := message_of_entry(e)) is not None]
     conversation = serialize_conversation(convert_to_llm(messages))
     previous_summary = previous.summary if previous is not None else None
     return Case(
@@ -219,7 +219,7 @@ def session_span(path: Path) -> str:
             entry = decode_entry(line)
         except NotAnEntry:
             continue
-        message = message_for_summary(entry)
+        message = message_of_entry(entry)
         if message is not None:
             messages.append(message)
     return serialize_conversation(convert_to_llm(messages))

@@ -7,15 +7,19 @@ from typing import Any
 from sessiond.core.entries import (
     BranchSummaryEntry,
     CompactionEntry,
+    ContextEditEntry,
+    ContextReplacement,
     CustomEntry,
     CustomMessageEntry,
     LabelEntry,
     MessageEntry,
     ModelChangeEntry,
     ThinkingLevelChangeEntry,
+    UsageEntry,
 )
 from sessiond.core.messages import (
     AssistantMessage,
+    SystemMessage,
     TextContent,
     ToolCall,
     ToolResultMessage,
@@ -135,4 +139,53 @@ def custom(entry_id: str, parent: str | None, custom_type: str = "state") -> Cus
 def custom_message(entry_id: str, parent: str | None, text: str) -> CustomMessageEntry:
     return CustomMessageEntry(
         entry_id, parent, ts(), custom_type="note", content=text, display=True
+    )
+
+
+def context_edit(
+    entry_id: str, parent: str | None, target: str, replacement: Any = None
+) -> ContextEditEntry:
+    """pi 1.6's edit of ``target``: omitted when ``replacement`` is None, else its content
+    replaced (a string stays a string; pi's appendContextEdit wraps it for answers)."""
+    return ContextEditEntry(
+        entry_id,
+        parent,
+        ts(),
+        target_id=target,
+        replacement=None if replacement is None else ContextReplacement(content=replacement),
+    )
+
+
+def system(
+    entry_id: str,
+    parent: str | None,
+    text: str = "",
+    *,
+    sections: dict[str, str | None] | None = None,
+    tools_added: list[dict[str, Any]] | None = None,
+    tools_removed: list[dict[str, Any]] | None = None,
+) -> MessageEntry:
+    return MessageEntry(
+        entry_id,
+        parent,
+        ts(),
+        message=SystemMessage(
+            content=text,
+            sections=sections,
+            tools_added=tools_added,
+            tools_removed=tools_removed,
+            timestamp=4,
+        ),
+    )
+
+
+def usage_entry(entry_id: str, parent: str | None, tokens: int = 500) -> UsageEntry:
+    return UsageEntry(
+        entry_id,
+        parent,
+        ts(),
+        kind="cache_warm",
+        provider="anthropic",
+        model="claude-test",
+        usage=usage(input=0, output=0, cache_read=tokens),
     )

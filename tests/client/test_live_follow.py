@@ -20,7 +20,7 @@ import pytest
 
 from sessiond_client import SessiondClient
 from sessiond_client import types as t
-from tests.parity.pi_reference import PARITY_DIR, _node, unavailable_reason
+from tests.parity.pi_reference import PARITY_DIR, node_executable, unavailable_reason
 
 from .helpers import message, user
 
@@ -39,7 +39,7 @@ def session_file(tmp_path: Path) -> Path:
 
 async def _pi_appends(path: Path, count: int, delay_ms: int = 0) -> list[dict[str, Any]]:
     process = await asyncio.create_subprocess_exec(
-        _node(),
+        node_executable(),
         str(PARITY_DIR / "pi_append.mjs"),
         str(path),
         str(count),

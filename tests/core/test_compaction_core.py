@@ -24,7 +24,8 @@ from sessiond.core.preparation import (
     adjusted_keep_recent_tokens,
     prepare_compaction,
 )
-from sessiond.core.pruning import plan_pruning, pruned_line_data
+from sessiond.core.projected_path import ProjectedPath
+from sessiond.core.pruning import plan_pruning, pruning_edit
 from sessiond.core.serialize import serialize_conversation
 from sessiond.core.tokens import CharsEstimator
 from sessiond.settings import CompactionSettings
@@ -33,6 +34,7 @@ from ..builders import (
     assistant,
     branch_summary,
     compaction,
+    context_edit,
     custom_message,
     model_change,
     tool_result,
@@ -45,6 +47,11 @@ chars = CharsEstimator()
 
 def path_of(entries):
     return EntryPath(entries, chars)
+
+
+def view_of(entries):
+    """The path as pi 1.6's compaction sees it (projected)."""
+    return ProjectedPath(EntryPath(entries, chars), chars)
 
 
 def linear(count: int, size: int = 400):
@@ -65,18 +72,18 @@ def linear(count: int, size: int = 400):
 
 def test_cut_point_lands_on_user_or_assistant():
     entries = linear(20, size=1000)  # about 250 tokens a message
-    cut = find_cut_point(path_of(entries), 0, len(entries), 2500)
+    cut = find_cut_point(view_of(entries), 0, len(entries), 2500)
     assert isinstance(entries[cut.first_kept_index], MessageEntry)
     assert cut.first_kept_index > 0
 
 
 def test_single_assistant_gives_start():
-    cut = find_cut_point(path_of([assistant("a", None)]), 0, 1, 1000)
+    cut = find_cut_point(view_of([assistant("a", None)]), 0, 1, 1000)
     assert cut.first_kept_index == 0
 
 
 def test_everything_fits_keeps_everything():
-    cut = find_cut_point(path_of(linear(6)), 0, 6, 50_000)
+    cut = find_cut_point(view_of(linear(6)), 0, 6, 50_000)
     assert (cut.first_kept_index, cut.is_split_turn) == (0, False)
 
 
@@ -89,7 +96,7 @@ def test_split_turn_when_cutting_at_an_assistant():
         assistant("a2-2", "a2-1", "z" * 4000),
         assistant("a2-3", "a2-2", "w" * 4000),
     ]
-    cut = find_cut_point(path_of(entries), 0, len(entries), 3000)
+    cut = find_cut_point(view_of(entries), 0, len(entries), 3000)
     assert isinstance(entries[cut.first_kept_index].message, AssistantMessage)
     assert cut.is_split_turn and cut.turn_start_index == 2
 
@@ -100,11 +107,12 @@ def test_never_cuts_at_a_tool_result():
         assistant("a1", "u1", "", tool_calls=[ToolCall(id="c1", name="bash", arguments={})]),
         tool_result("t1", "a1", "r" * 20000, call_id="c1"),
     ]
-    points = find_valid_cut_points(path_of(entries), 0, 3)
+    points = find_valid_cut_points(view_of(entries), 0, 3)
     assert points == [0, 1]
-    # a huge trailing result pushes the budget over at the result itself, which
-    # has no cut point after it: pi keeps everything (see protocol/behaviour.md#cut-points)
-    assert find_cut_point(path_of(entries), 0, 3, 100).first_kept_index == 0
+    # a huge trailing result pushes the budget over at the result itself, which has no
+    # cut point after it: pi 1.6 keeps the answer that made the call (0.73.1 kept everything)
+    cut = find_cut_point(view_of(entries), 0, 3, 100)
+    assert (cut.first_kept_index, cut.turn_start_index, cut.is_split_turn) == (1, 0, True)
 
 
 def test_never_separates_tool_calls_from_their_results():
@@ -117,7 +125,7 @@ def test_never_separates_tool_calls_from_their_results():
         tool_result("t2", "m1", "two", call_id="c2"),
         custom_message("m2", "t2", "after the batch"),
     ]
-    assert find_valid_cut_points(path_of(entries), 0, len(entries)) == [0, 1, 5]
+    assert find_valid_cut_points(view_of(entries), 0, len(entries)) == [0, 1, 5]
 
 
 def test_metadata_before_a_user_message_is_not_a_split_turn():
@@ -128,7 +136,7 @@ def test_metadata_before_a_user_message_is_not_a_split_turn():
         user("u2", "mc", "c" * 4000),
         assistant("a2", "u2", "d" * 400),
     ]
-    cut = find_cut_point(path_of(entries), 0, len(entries), 1100)
+    cut = find_cut_point(view_of(entries), 0, len(entries), 1100)
     assert cut.first_kept_index == 2  # the model change is pulled into the kept part
     assert not cut.is_split_turn and cut.turn_start_index == -1  # pi says split (14 item 3)
 
@@ -138,17 +146,17 @@ def test_metadata_before_a_user_message_is_not_a_split_turn():
 
 def test_nothing_to_compact_and_already_compacted():
     settings = CompactionSettings()
-    assert prepare_compaction(path_of([]), settings, tokens_before=0) == NotCompactable(
-        NOTHING_TO_COMPACT
-    )
+    assert prepare_compaction(
+        path_of([]), settings, tokens_before=0, estimator=chars
+    ) == NotCompactable(NOTHING_TO_COMPACT)
     small = linear(2)
-    assert prepare_compaction(path_of(small), settings, tokens_before=0) == NotCompactable(
-        NOTHING_TO_COMPACT
-    )
+    assert prepare_compaction(
+        path_of(small), settings, tokens_before=0, estimator=chars
+    ) == NotCompactable(NOTHING_TO_COMPACT)
     done = [*linear(4), compaction("c", "e3", "S", "e2")]
-    assert prepare_compaction(path_of(done), settings, tokens_before=0) == NotCompactable(
-        ALREADY_COMPACTED
-    )
+    assert prepare_compaction(
+        path_of(done), settings, tokens_before=0, estimator=chars
+    ) == NotCompactable(ALREADY_COMPACTED)
 
 
 def test_first_compaction_summarizes_before_the_cut():
@@ -268,7 +276,7 @@ def test_keep_adjustment_ignores_a_large_system_prompt():
         )
         running += 2000
         parent = f"a{index}"
-    assert adjusted_keep_recent_tokens(path_of(entries), 20_000, -1, 0) == 20_000
+    assert adjusted_keep_recent_tokens(view_of(entries), 20_000) == 20_000
 
 
 def test_keep_adjustment_follows_the_estimators_bias():
@@ -287,12 +295,12 @@ def test_keep_adjustment_follows_the_estimators_bias():
         )
         running += 2000
         parent = f"a{index}"
-    assert adjusted_keep_recent_tokens(path_of(entries), 20_000, -1, 0) == 10_000
+    assert adjusted_keep_recent_tokens(view_of(entries), 20_000) == 10_000
 
 
 def test_keep_adjustment_needs_two_measurements():
     entries = [user("u", None, "q" * 400), assistant("a", "u", the_usage=usage(input=900_000))]
-    assert adjusted_keep_recent_tokens(path_of(entries), 20_000, -1, 0) == 20_000
+    assert adjusted_keep_recent_tokens(view_of(entries), 20_000) == 20_000
 
 
 # --- serialization (13.2)
@@ -337,11 +345,13 @@ def test_user_and_assistant_text_never_truncated_and_formats():
             stop_reason="toolUse",
         ),
     ]
-    assert serialize_conversation(messages) == (
-        "[User]: " + "a" * 3000 + "b\n\n"
-        "[Assistant thinking]: t1\nt2\n\n"
-        "[Assistant]: " + "x" * 3000 + "\ny\n\n"
-        '[Assistant tool calls]: read(path="a.py", limit=10); bash(command="ls -la")'
+    assert (
+        serialize_conversation(messages)
+        == (
+            "[User]: " + "a" * 3000 + "b\n\n"  # thinking is left out (pi 1.2 on)
+            "[Assistant]: " + "x" * 3000 + "\ny\n\n"
+            '[Assistant tool calls]: read(path="a.py", limit=10); bash(command="ls -la")'
+        )
     )
 
 
@@ -383,7 +393,7 @@ def test_pruning_protects_the_newest_40k_and_needs_20k_savings():
     for index in range(8):
         entries.append(result(f"t{index}", parent, 10_000))
         parent = f"t{index}"
-    plan = plan_pruning(path_of(entries))
+    plan = plan_pruning(view_of(entries))
     # newest four reach 40k (the one crossing it is protected), the older four are pruned
     assert [c.entry_id for c in plan.candidates] == ["t0", "t1", "t2", "t3"]
     # each notice "[Output truncated - 10000 tokens]" costs ceil(33 / 4) = 9
@@ -396,11 +406,11 @@ def test_pruning_skips_protected_tools_and_small_savings():
     for index, tool in enumerate(["read", "skill", "bash", "bash", "bash"]):
         entries.append(result(f"t{index}", parent, 25_000, tool=tool))
         parent = f"t{index}"
-    plan = plan_pruning(path_of(entries))
+    plan = plan_pruning(view_of(entries))
     assert [c.entry_id for c in plan.candidates] == ["t2"]
     assert plan.empty is False
     small = [user("u", None, "go"), result("t0", "u", 15_000), result("t1", "t0", 45_000)]
-    assert plan_pruning(path_of(small)).empty  # 15k saved < 20k minimum
+    assert plan_pruning(view_of(small)).empty  # 15k saved < 20k minimum
 
 
 def test_already_pruned_results_count_but_are_not_pruned_again():
@@ -410,32 +420,25 @@ def test_already_pruned_results_count_but_are_not_pruned_again():
         result("p", "old", 10, pruned=5),
         result("new", "p", 45_000),
     ]
-    plan = plan_pruning(path_of(entries))
+    plan = plan_pruning(view_of(entries))
     assert [c.entry_id for c in plan.candidates] == ["old"]
 
 
-def test_pruned_line_keeps_unknown_fields():
-    data = {
-        "type": "message",
-        "id": "t",
-        "parentId": "u",
-        "timestamp": "x",
-        "extra": 1,
-        "message": {
-            "role": "toolResult",
-            "toolCallId": "c",
-            "toolName": "bash",
-            "content": [{"type": "text", "text": "big"}],
-            "isError": False,
-            "future": True,
-        },
-    }
-    pruned = pruned_line_data(data, 1234, 99)
-    assert pruned["message"]["content"] == [
-        {"type": "text", "text": "[Output truncated - 1234 tokens]"}
+def test_results_an_edit_changed_are_not_pruned_again():
+    entries = [
+        user("u", None, "go"),
+        result("old", "u", 30_000),
+        result("edited", "old", 30_000),
+        context_edit("x", "edited", "edited", "[Output truncated - 30000 tokens]"),
+        result("new", "x", 45_000),
     ]
-    assert pruned["message"]["prunedAt"] == 99 and pruned["message"]["future"] is True
-    assert pruned["extra"] == 1 and data["message"]["content"][0]["text"] == "big"
+    plan = plan_pruning(view_of(entries))
+    assert [c.entry_id for c in plan.candidates] == ["old"]
+    assert pruning_edit(plan.candidates[0]) == {
+        "type": "context_edit",
+        "targetId": "old",
+        "replacement": {"content": [{"type": "text", "text": "[Output truncated - 30000 tokens]"}]},
+    }
 
 
 @pytest.mark.parametrize("with_branch_summary", [True, False])
@@ -454,7 +457,7 @@ def test_branch_summaries_in_range_are_summarized(with_branch_summary):
     assert ("b1" in prep.summarize_entry_ids) is with_branch_summary
 
 
-def test_branch_summary_just_before_the_cut_is_pulled_into_the_kept_part():
+def test_branch_summary_just_before_the_cut_is_summarized():
     entries = [
         user("u1", None, "q" * 2000),
         assistant("a1", "u1", "a" * 2000),
@@ -466,5 +469,7 @@ def test_branch_summary_just_before_the_cut_is_pulled_into_the_kept_part():
         path_of(entries), CompactionSettings(keep_recent_tokens=600), estimator=chars
     )
     assert isinstance(prep, CompactionPreparation)
-    assert prep.first_kept_entry_id == "b1" and not prep.is_split_turn
-    assert prep.summarize_entry_ids == ["u1", "a1"]
+    # pi 1.6: a branch summary gives the context a message, so it is not pulled in
+    # (0.73.1 kept from b1 and summarized [u1, a1])
+    assert prep.first_kept_entry_id == "u2" and not prep.is_split_turn
+    assert prep.summarize_entry_ids == ["u1", "a1", "b1"]

@@ -268,7 +268,7 @@ async def test_agent_session_from_initialize_to_exit(
     assert branch["type"] == "branch_summary"
     kept_parent = ids[ids.index(kept_user_id) - 1]
     assert branch["parentId"] == kept_parent, "the summary hangs at the target's position"
-    assert branch["fromId"] == kept_parent
+    assert branch["fromId"] == old_leaf  # pi 1.6: the leaf the summary comes from
     assert navigated["leafId"] == branch["id"]
     assert provider.purposes()[before_tree:] == ["branch"]
     branch_prompt = prompt_of(provider.requests[-1])

@@ -39,17 +39,18 @@ class PiReferenceError(RuntimeError):
     """The reference script ran and failed."""
 
 
-def _node() -> str:
+def node_executable() -> str:
     node = os.environ.get("SESSIOND_NODE") or shutil.which("node")
     if not node:
         raise PiReferenceUnavailable("node is not installed (pi's parity reference needs node)")
     return node
 
 
-def unavailable_reason() -> str | None:
-    """Why the reference cannot run here, or None when it can."""
+def install_problem(package_json: Path, version: str, directory: Path) -> str | None:
+    """Why a pinned pi install cannot run here (node missing or too old, the install
+    missing or another version), or None when it can."""
     try:
-        node = _node()
+        node = node_executable()
     except PiReferenceUnavailable as e:
         return str(e)
     try:
@@ -60,13 +61,18 @@ def unavailable_reason() -> str | None:
         return f"node does not run: {e}"
     m = re.match(r"v(\d+)\.(\d+)", out.stdout.strip())
     if not m or (int(m[1]), int(m[2])) < MIN_NODE:
-        return f"node {out.stdout.strip()} is too old for pi {PI_VERSION} (needs >= 20.6)"
-    if not PI_PACKAGE_JSON.is_file():
-        return f"pi is not installed: run `npm ci` in {PARITY_DIR}"
-    version = json.loads(PI_PACKAGE_JSON.read_text()).get("version")
-    if version != PI_VERSION:
-        return f"installed pi is {version}, expected {PI_VERSION}: run `npm ci` in {PARITY_DIR}"
+        return f"node {out.stdout.strip()} is too old for pi {version} (needs >= 20.6)"
+    if not package_json.is_file():
+        return f"pi {version} is not installed: run `npm ci` in {directory}"
+    installed = json.loads(package_json.read_text()).get("version")
+    if installed != version:
+        return f"installed pi is {installed}, expected {version}: run `npm ci` in {directory}"
     return None
+
+
+def unavailable_reason() -> str | None:
+    """Why the reference cannot run here, or None when it can."""
+    return install_problem(PI_PACKAGE_JSON, PI_VERSION, PARITY_DIR)
 
 
 def _camel(key: str) -> str:
@@ -98,7 +104,15 @@ def run_pi_reference(
         opts_file = Path(tmp) / "options.json"
         out_file = Path(tmp) / "reference.json"
         opts_file.write_text(json.dumps(opts), encoding="utf-8")
-        cmd = [_node(), str(SCRIPT), str(path), "--options", str(opts_file), "--out", str(out_file)]
+        cmd = [
+            node_executable(),
+            str(SCRIPT),
+            str(path),
+            "--options",
+            str(opts_file),
+            "--out",
+            str(out_file),
+        ]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
         except subprocess.TimeoutExpired as e:

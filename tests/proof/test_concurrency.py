@@ -242,8 +242,8 @@ def two_peers_on(daemon: Any, path: Path) -> tuple[Peer, Peer, str, str]:
 
 
 def check_placement(path: Path) -> Counter[str]:
-    """Every compaction keeps an entry of its own path; every branch summary hangs where it
-    says it comes from. Returns the entry types found."""
+    """Every compaction keeps an entry of its own path; every branch summary comes from a
+    leaf it left behind. Returns the entry types found."""
     with SessionStore.open(path, readonly=True) as store:
         report = store.recovery
         assert not report.damaged_lines and report.torn_tail is None, report
@@ -257,8 +257,13 @@ def check_placement(path: Path) -> Counter[str]:
                     "compaction grafted onto another branch"
                 )
             elif record.type == "branch_summary":
-                expected_parent = None if entry["fromId"] == "root" else entry["fromId"]
-                assert entry["parentId"] == expected_parent, "branch summary away from its target"
+                # fromId is the leaf the summary comes from (pi 1.6): an entry of the file
+                # that the summary's own path does not pass through (a summary is written
+                # only when the move abandons something)
+                own_path = {r.id for r in store.path_records(record.id)}
+                assert entry["fromId"] == "root" or store.has_entry(entry["fromId"])
+                assert entry["fromId"] not in own_path, "branch summary away from its target"
+                assert entry["parentId"] is None or store.has_entry(entry["parentId"])
         store.build_context()
         return types
 

@@ -6,15 +6,16 @@ Two writers are killed over and over:
   (batches from a few bytes to 2.5 MB, labels, under each fsync policy in turn). The
   driver and its daemon share a process group and die together.
 - ``drivers/store_driver.py``: the store and the service in-process: appends, pruning
-  (archive, then atomic rewrite), compactions with the offline summarizer, and
-  migrations of v1 files (atomic rewrite on open).
+  (appended context edits), compactions with the offline summarizer, and migrations of
+  v1 files (atomic rewrite on open).
 
 A process kill leaves the page cache alone: with the ``batch`` and ``never`` policies an
 acknowledged append is in the page cache when the answer is sent, and survives the kill
 (not a power cut; the tests cannot pull the plug). After every kill: every acknowledged
 entry is in the file with its content; the file opens with at most a torn tail and no
 other damage; it is one chain whose leaf is the last line; the context builds; every
-compaction's kept entry is on its own path; pruned outputs are in the archive; a v1 file
+compaction's kept entry is on its own path; a pruned output is still in its entry, and an
+acknowledged pruning's edit targets it; a v1 file
 is either untouched or fully migrated; leftover ``.tmp`` files are never listed.
 Torn tails are repaired (by the test or by the next writer) into ``.corrupt`` files that
 hold exactly the bytes cut off.
@@ -296,7 +297,8 @@ def take_acks(state: StoreState, acks: list[tuple[str, Any]]) -> str:
             state.entry_ids.update(value["ids"])
             state.appended[value["ids"][2]] = (value["marker"], value["size"])
         elif kind == "prune":
-            state.pruned.update(value)
+            state.pruned.update(value["targets"])
+            state.entry_ids.update(value["edits"])
         elif kind == "compact":
             state.compactions.add(value["id"])
         elif kind == "v1":
@@ -306,32 +308,24 @@ def take_acks(state: StoreState, acks: list[tuple[str, Any]]) -> str:
     return doing
 
 
-def archived(path: Path) -> dict[str, dict[str, Any]]:
-    archive = path.with_name(path.name + ".pruned")
-    if not archive.exists():
-        return {}
-    lines = archive.read_bytes().split(b"\n")
-    assert lines[-1] == b"", "the pruning archive ends with a complete line"
-    return {(data := msgspec.json.decode(line))["id"]: data for line in lines[:-1]}
-
-
 def check_main(path: Path, state: StoreState) -> bytes | None:
-    archive = archived(path)
     for store in opened(path):
         torn = check_file(store)
         missing = state.entry_ids - {r.id for r in store.records()}
         assert not missing, f"acknowledged entries lost: {sorted(missing)[:5]}"
+        edited: dict[str, str] = {}
+        for record in store.records():
+            if record.type == "context_edit":
+                edit = msgspec.json.decode(store.raw_line(record))
+                edited[edit["targetId"]] = edit["replacement"]["content"][0]["text"]
         for entry_id, (marker, size) in state.appended.items():
             line = msgspec.json.decode(store.raw_line(store.record(entry_id)))
-            message = line["message"]
-            if message.get("prunedAt") is None:
-                assert entry_id not in state.pruned, f"acknowledged pruning of {entry_id} lost"
-                assert message["content"][0]["text"] == tool_text(marker, size)
-            else:
-                assert message["content"][0]["text"].startswith("[Output truncated - ")
-                original = archive.get(entry_id)
-                assert original is not None, f"{entry_id} was pruned but its output is not archived"
-                assert original["message"]["content"][0]["text"] == tool_text(marker, size)
+            # pruning never changes an entry: the output stays in the file
+            assert line["message"]["content"][0]["text"] == tool_text(marker, size)
+            if entry_id in state.pruned:
+                assert entry_id in edited, f"acknowledged pruning of {entry_id} lost"
+            if entry_id in edited:
+                assert edited[entry_id].startswith("[Output truncated - ")
         on_file = set()
         for record in store.records():
             if record.type != "compaction":
@@ -440,4 +434,4 @@ def test_sigkill_during_rewrites_migrations_and_compactions(tmp_path: Path) -> N
     print(f"\nstore and service (seed {SEED}): {tally.line()}; acknowledged: {dict(totals)}")
     for kind in ("append", "compact", "migrated"):
         assert totals[kind] > 0, f"no {kind} was ever acknowledged: the test proved little"
-    assert any(state.pruned for _, state in workdirs), "no pruning rewrite was ever acknowledged"
+    assert any(state.pruned for _, state in workdirs), "no pruning was ever acknowledged"

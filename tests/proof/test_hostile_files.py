@@ -10,18 +10,18 @@ Against real ``sessiond serve`` processes and the CLI:
   its lock only while it is still the file that was locked.
 - A FIFO, or a link to ``/dev/null``, at ``.lock`` is the same specific error (never -32603)
   and costs the daemon no file descriptor.
-- A symlink at ``<session>.pruned`` makes ``agent/turnEnded`` fail without pruning and
-  without touching the target; once it is gone the archive is a new private file. A
-  ``.pruned`` that others can write is refused the same way; a ``.lock`` that others can
-  only read is made 0600.
+- Pruning appends context edits to the session and opens nothing beside it: a symlink or
+  a file others can write planted at ``<session>.pruned`` (the archive older sessiond
+  wrote) is left alone and the session only grows. A ``.lock`` that others can only read
+  is made 0600.
 - A FIFO as the session path: ``session/open``, ``session/new``, the read-only CLI commands
   answer at once, ``session/list`` skips it (and symlinks), another client is served
   meanwhile, and SIGTERM still stops the daemon.
 - A session path that is a symlink is refused; a session file swapped for a link while
   open is not appended through.
 - Under ``umask 0`` the daemon creates files 0600 and directories 0700 (new sessions,
-  their directories, the lock, ``.pruned``, ``.corrupt``, the log file, the tokenizer
-  cache); a rewrite keeps an existing file's own mode; a link planted at ``.corrupt`` is
+  their directories, the lock, ``.corrupt``, the log file, the tokenizer cache); an
+  append keeps an existing file's own mode; a link planted at ``.corrupt`` is
   skipped, not written through.
 - Opening an SSH key or a JSON credentials file as a session says it is not a session
   file without quoting it: not in the error, the CLI's message or the daemon's log.
@@ -202,9 +202,10 @@ def test_a_fifo_or_device_at_the_lock_is_a_specific_error_and_costs_no_descripto
 
 
 @pytest.mark.parametrize("planted", ["symlink", "dangling symlink"])
-def test_a_link_at_the_pruned_archive_stops_pruning_and_its_target_is_untouched(
-    tmp_path: Path, planted: str
-) -> None:
+def test_pruning_never_opens_a_file_beside_the_session(tmp_path: Path, planted: str) -> None:
+    """Pruning appends pi 1.6 context_edit entries to the session itself; a link planted at
+    the old archive's name (``.pruned``) is never followed, and the session is never
+    rewritten: what was in it stays, byte for byte."""
     session = prunable_session(tmp_path / "s" / "s.jsonl")
     original = session.read_bytes()
     outside = tmp_path / "outside"
@@ -221,26 +222,23 @@ def test_a_link_at_the_pruned_archive_stops_pruning_and_its_target_is_untouched(
         peer.initialize()
         sid = peer.call("session/open", {"path": str(session)})["sessionId"]
         turn = {"sessionId": sid, "contextWindow": 100_000}
-        error = refused(peer, "agent/turnEnded", turn, "symlink")
-        assert error.data["path"] == str(archive)
-        assert session.read_bytes() == original, "outputs were pruned without their archive"
-        # without the link, the same turn prunes into a new private archive
-        archive.unlink()
         assert peer.call("agent/turnEnded", turn)["prunedEntries"] == 3
-        assert not archive.is_symlink() and mode(archive) == 0o600
     finally:
         daemon.stop()
+    grown = session.read_bytes()
+    assert grown.startswith(original), "the session was rewritten"
+    assert grown[len(original) :].count(b'"type":"context_edit"') == 3
+    assert archive.is_symlink()
     if before is None:
         assert not target.exists(), "a file was created at a dangling link's target"
     else:
-        assert fingerprint(target) == before, "pruned output was appended to the link's target"
+        assert fingerprint(target) == before, "pruned output reached the link's target"
 
 
-def test_a_sidecar_others_can_write_is_refused_and_one_they_can_read_made_private(
+def test_a_lock_others_can_read_is_made_private_and_a_planted_archive_is_left_alone(
     tmp_path: Path,
 ) -> None:
     session = prunable_session(tmp_path / "s" / "s.jsonl")
-    original = session.read_bytes()
     # as another local user would leave them in a shared directory
     archive = session.with_name(session.name + ".pruned")
     archive.write_bytes(b"planted\n")
@@ -255,12 +253,10 @@ def test_a_sidecar_others_can_write_is_refused_and_one_they_can_read_made_privat
         sid = peer.call("session/open", {"path": str(session)})["sessionId"]
         assert mode(lock) == 0o600, "a lock others could read was kept as it was"
         turn = {"sessionId": sid, "contextWindow": 100_000}
-        error = refused(peer, "agent/turnEnded", turn, "notPrivate")
-        assert error.data["path"] == str(archive)
+        assert peer.call("agent/turnEnded", turn)["prunedEntries"] == 3
     finally:
         daemon.stop()
-    assert fingerprint(archive) == before, "pruned output went into a file others can read"
-    assert session.read_bytes() == original
+    assert fingerprint(archive) == before, "pruned output went into a file others can write"
 
 
 # -- FIFOs and links as the session path ------------------------------------------------------------
@@ -369,7 +365,7 @@ def test_everything_the_daemon_creates_is_private_whatever_the_umask(tmp_path: P
     decoy_before = fingerprint(decoy)
     torn.with_name("t.jsonl.corrupt").symlink_to(decoy)
     prunable = prunable_session(tmp_path / "prune" / "p.jsonl")
-    prunable.chmod(0o640)  # the user's choice: a rewrite keeps it
+    prunable.chmod(0o640)  # the user's choice: pruning (an append) keeps it
     fresh = tmp_path / "fresh" / "deeper"
     env = isolated_env(tmp_path / "d", FAST)
     data_home = Path(env["XDG_DATA_HOME"])
@@ -402,8 +398,8 @@ def test_everything_the_daemon_creates_is_private_whatever_the_umask(tmp_path: P
         sid = peer.call("session/open", {"path": str(prunable)})["sessionId"]
         turn = {"sessionId": sid, "contextWindow": 100_000}
         assert peer.call("agent/turnEnded", turn)["prunedEntries"] == 3
-        assert mode(prunable.with_name("p.jsonl.pruned")) == 0o600
-        assert mode(prunable) == 0o640, "a rewrite changed the file's own mode"
+        assert not prunable.with_name("p.jsonl.pruned").exists()
+        assert mode(prunable) == 0o640, "pruning changed the file's own mode"
     finally:
         daemon.stop()
     assert fingerprint(decoy) == decoy_before

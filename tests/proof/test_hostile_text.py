@@ -36,11 +36,19 @@ from sessiond.llm.extractive import extractive_summary
 # Linear readers take well under a second on these texts on a loaded 2-core machine.
 BOUND_S = 10.0
 
-# The overflow patterns as written in pi 0.73.1 and oh-my-pi, with JavaScript's ``.``
+# The overflow patterns as written in pi-ai 1.6.0 and oh-my-pi, with JavaScript's ``.``
 # (which stops at every line terminator), as the reference the new matcher must equal.
 _JS_DOT = "[^\n\r\u2028\u2029]"
 _REFERENCE_PATTERNS = (
-    r"prompt is too long|input is too long for requested model|exceeds the context window"
+    r"prompt (?:is )?too long|prompt exceeds max length"
+    r"|input is too long for requested model|exceeds the context window"
+    r"|exceeds (?:the )?(?:model'?s )?maximum context length(?: of [\d,]+ tokens?|\s*\([\d,]+\))"
+    r"|context window exceeded"
+    r"|exceeds (?:the )?maximum allowed input length of [\d,]+ tokens?"
+    r"|input \(\d+ tokens\) is longer than the model'?s context length \(\d+ tokens\)"
+    r"|prompt has [\d,]+ tokens?, but the configured context size is [\d,]+ tokens?"
+    r"|range of input length should be"
+    r"|^(?:[\w -]+ API error \(413\):|413(?:\s|:|$))"
     r"|input token count.*exceeds the maximum|maximum prompt length is \d+"
     r"|reduce the length of the messages|maximum context length is \d+ tokens"
     r"|exceeds the limit of \d+|exceeds the available context size"
@@ -111,7 +119,7 @@ def test_overflow_is_decided_as_pis_patterns_decide_it() -> None:
     [
         "input too long " * 30_000,
         "requested tokens exceed " * 20_000,
-        "413 request " * 40_000,
+        "x 413 request " * 40_000,
         "context window " * 30_000,
         "400" + " " * 500_000,
         "input token count " * 30_000,

@@ -30,7 +30,7 @@ from sessiond.core.messages import (
     CompactionSummaryMessage,
 )
 from sessiond.rpc import entry_types
-from tests.parity.pi_reference import PARITY_DIR, _node, unavailable_reason
+from tests.parity.pi_reference import PARITY_DIR, node_executable, unavailable_reason
 
 from .schema_validation import defined, problems, schema, without_assigned
 from .wire import Channel, Daemon
@@ -240,7 +240,11 @@ def test_a_session_written_by_pi_itself_validates(tmp_path: Path) -> None:
     path = tmp_path / "pi.jsonl"
     script = PARITY_DIR / "pi_write_session.mjs"
     done = subprocess.run(
-        [_node(), str(script), str(path)], capture_output=True, text=True, timeout=300, check=False
+        [node_executable(), str(script), str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     entries = _assert_lines_validate(path)
@@ -248,6 +252,24 @@ def test_a_session_written_by_pi_itself_validates(tmp_path: Path) -> None:
     assert types == PI_TYPES
     assert roles == {"user", "assistant", "toolResult", "bashExecution"}
     assert blocks == {"text", "thinking", "toolCall", "image"}
+
+
+def test_a_session_written_by_pi16_validates(tmp_path: Path) -> None:
+    """pi 1.6.0's SessionManager writes context edits, usage entries, system messages,
+    compaction checkpoints and the rest (tests/parity/pi16); each line validates, as a
+    stored entry and as an append."""
+    from tests.parity import pi16_reference
+
+    reason = pi16_reference.unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    path = tmp_path / "pi16.jsonl"
+    pi16_reference.generate(path, seed=9)
+    entries = _assert_lines_validate(path)
+    types, roles, _ = _kinds(entries)
+    assert {"context_edit", "usage", "compaction", "branch_summary"} <= types
+    assert "system" in roles
+    assert any("systemMessage" in e for e in entries if e["type"] == "compaction")
 
 
 # -- what session/append takes ---------------------------------------------------------------------

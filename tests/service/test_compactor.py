@@ -161,9 +161,14 @@ async def test_split_turn_runs_both_summaries_and_keeps_previous_summary(
             store.append(assistant(f"step {step} " + "s" * 2000, input=50_000 + step))
         preparation = compactor(store, settings).prepare()
         assert isinstance(preparation, CompactionPreparation) and preparation.is_split_turn
-        outcome = await compactor(store, settings).run(summary_context(settings, mode="manual"))
+        outcome = await compactor(store, settings).run(
+            summary_context(settings, mode="manual"), custom_instructions="the parser"
+        )
     summary = outcome.entry.summary
     assert "\n\n---\n\n**Turn Context (split turn):**\n\n" in summary
+    # pi 1.6 gives the run's focus to the turn prefix too
+    prompts = dict(zip(provider.purposes(), provider.prompts()))
+    assert prompts["turnPrefix"].endswith("\n\nAdditional focus: the parser")
     assert sorted(provider.purposes()[:2]) == ["turnPrefix", "update"] or sorted(
         provider.purposes()[:2]
     ) == ["history", "turnPrefix"]

@@ -75,7 +75,8 @@ async def test_summary_when_navigating_to_the_root_user_message(tmp_path: Path):
         result = await navigate(store, ids["u1"], summarize=True)
         entry = result.summary_entry
         assert isinstance(entry, BranchSummaryEntry) and entry.parent_id is None
-        assert entry.from_id == "root" and store.leaf_id == entry.id
+        # pi 1.6: the leaf the summary comes from (0.73.1 wrote "root", the position)
+        assert entry.from_id == ids["a3"] and store.leaf_id == entry.id
         assert result.editor_text == "first question"
         assert entry.summary.startswith("Before returning to this point, the user explored")
         assert entry.details["readFiles"] == ["src/a.py"] and entry.details["modifiedFiles"] == [

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from sessiond.core.context import ModelRef
 from sessiond.service.compactor import Compactor
-from sessiond.service.pruning import archive_path
 from sessiond.service.runs import run_compaction
 from sessiond.service.summarizers import summary_context
 from sessiond.service.turns import OVERFLOW_ONE_SHOT_MESSAGE, OverflowGuard, end_of_turn
@@ -106,17 +105,27 @@ async def test_pruning_before_the_threshold_check(tmp_path: Path):
                 tool_result("o" * 60_000, tool="bash", call_id=f"c{index}")
             )  # 15k tokens each
         store.append(assistant("summary of work", input=89_000))
-        original_lines = store.path.read_text().splitlines()
+        original = store.path.read_bytes()
         result = await check(store, settings())
-        # four results past the newest 40k are pruned: 4 * (15000 - 9) = 59964 saved,
-        # which brings 89k under the 83616 threshold, so no compaction is needed
+        # three results past the newest 40k are pruned (3 * (15000 - 9) saved); the edits
+        # make the answer's 89k measurement stale, and the edited context's estimate is
+        # under the 83616 threshold, so no compaction is needed
         assert result.pruned is not None and len(result.pruned.candidates) == 3
         assert result.outcome is None and result.action == "none"
-        lines = store.path.read_text().splitlines()
-        pruned = [json.loads(line) for line in lines if "[Output truncated - 15000 tokens]" in line]
-        assert len(pruned) == 3 and all(isinstance(p["message"]["prunedAt"], int) for p in pruned)
-        archived = Path(archive_path(store)).read_text().splitlines()
-        assert archived == [line for line in original_lines if line not in lines]
+        assert result.context_tokens is not None and result.context_tokens < 60_000
+        # nothing was rewritten: three pi 1.6 context_edit entries were appended
+        after = store.path.read_bytes()
+        assert after.startswith(original)
+        edits = [json.loads(line) for line in after[len(original) :].splitlines()]
+        assert [e["type"] for e in edits] == ["context_edit"] * 3
+        assert [e["targetId"] for e in edits] == [c.entry_id for c in result.pruned.candidates]
+        assert result.pruned.edit_ids == [e["id"] for e in edits]
+        assert all(
+            e["replacement"]
+            == {"content": [{"type": "text", "text": "[Output truncated - 15000 tokens]"}]}
+            for e in edits
+        )
+        assert not store.path.with_name(store.path.name + ".pruned").exists()
         texts = [
             m.content[0].text for m in store.build_context().messages if hasattr(m, "tool_call_id")
         ]
@@ -244,3 +253,18 @@ async def test_turn_not_ended_when_a_user_message_is_last(tmp_path: Path):
         store.append(assistant("x", input=99_000))
         store.append(user("the next question"))
         assert (await check(store, settings())).outcome is None
+
+
+async def test_after_a_context_edit_the_size_is_the_edited_contexts_estimate(tmp_path: Path):
+    # pi 1.6: a measurement taken before an edit describes a context that is gone
+    with SessionStore.create("/p", session_dir=tmp_path) as store:
+        conversation(store)
+        big = store.append(assistant("big", input=90_000))
+        first = store.records()[0].id
+        store.append({"type": "context_edit", "targetId": first, "replacement": None})
+        result = await check(store, settings())
+        assert result.outcome is None and result.action == "none"
+        assert result.context_tokens == store.leaf_view.estimate_context(CHARS).tokens < 20_000
+        # the same answer without the edit is over the threshold
+        store.branch(big.id)
+        assert (await check(store, settings())).outcome is not None

@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessiond.core.context import build_session_context
-from sessiond.core.tokens import estimate_context_tokens
+from sessiond.core.path_view import EntryPath
+from sessiond.core.projected_path import ProjectedPath
 from sessiond.store.session import SessionStore
 from sessiond.tokenizer import estimator
 
@@ -29,9 +30,23 @@ OPERATIONS = st.lists(
         st.tuples(st.just("model"), st.sampled_from(["a", "b"])),
         st.tuples(st.just("branch_summary"), st.text(max_size=10)),
         st.tuples(st.just("custom_message"), st.text(max_size=10)),
+        # pi 1.6's entries
+        st.tuples(st.just("omit"), st.integers(0, 10_000)),
+        st.tuples(st.just("replace"), st.integers(0, 10_000)),
+        st.tuples(st.just("system"), st.integers(0, 10_000)),
+        st.tuples(st.just("usage"), st.integers(0, 10_000)),
     ),
     max_size=40,
 )
+EDITABLE = {"user", "assistant", "toolResult"}
+
+
+def _editable(store: SessionStore) -> list[str]:
+    return [
+        r.id
+        for r in store.path_records()
+        if r.type == "custom_message" or (r.type == "message" and r.role in EDITABLE)
+    ]
 
 
 def apply(store: SessionStore, operations, after_each=None) -> None:
@@ -51,14 +66,19 @@ def apply(store: SessionStore, operations, after_each=None) -> None:
             store.reset_leaf()
         elif kind == "compact" and ids:
             path = [r.id for r in store.path_records()] or ids
-            store.append(
-                {
-                    "type": "compaction",
-                    "summary": f"S{value}",
-                    "firstKeptEntryId": path[value % len(path)],
-                    "tokensBefore": value,
+            body: dict[str, object] = {
+                "type": "compaction",
+                "summary": f"S{value}",
+                "firstKeptEntryId": path[value % len(path)] if value % 5 else "retain-none",
+                "tokensBefore": value,
+            }
+            if value % 3 == 0:  # pi 1.6's checkpoint
+                body["systemMessage"] = {
+                    "role": "system",
+                    "content": "checkpoint " * (value % 7),
+                    "toolsAdded": [{"name": "t0", "description": "d"}],
                 }
-            )
+            store.append(body)
         elif kind == "label" and ids:
             store.append_label(ids[value % len(ids)], f"L{value % 3}" if value % 4 else None)
         elif kind == "thinking":
@@ -72,6 +92,36 @@ def apply(store: SessionStore, operations, after_each=None) -> None:
             store.append(
                 {"type": "custom_message", "customType": "c", "content": value, "display": True}
             )
+        elif kind in ("omit", "replace") and _editable(store):
+            targets = _editable(store)
+            replacement = None if kind == "omit" else {"content": "r" * (value % 300)}
+            store.append(
+                {
+                    "type": "context_edit",
+                    "targetId": targets[value % len(targets)],
+                    "replacement": replacement,
+                }
+            )
+        elif kind == "system":
+            message: dict[str, object] = {"role": "system", "content": "p" * (value % 50)}
+            if value % 3 == 0:
+                message["sections"] = {f"s{value % 2}": None if value % 5 == 0 else "x" * value}
+            if value % 4 == 0:
+                message["toolsAdded"] = [{"name": f"t{value % 3}", "description": "d"}]
+            if value % 4 == 1:
+                message["toolsRemoved"] = [{"name": f"t{value % 3}"}]
+            store.append({"type": "message", "message": message})
+        elif kind == "usage":
+            tokens = {"input": value, "output": 0, "cacheRead": 0, "cacheWrite": 0}
+            store.append(
+                {
+                    "type": "usage",
+                    "kind": "cache_warm",
+                    "provider": "p",
+                    "model": "m",
+                    "usage": {**tokens, "totalTokens": value},
+                }
+            )
 
 
 def check(store: SessionStore) -> None:
@@ -84,10 +134,7 @@ def check(store: SessionStore) -> None:
     )
     incremental = store.build_context()
     assert incremental == reference
-    chars = estimator("chars")
-    assert store.leaf_view.estimate_context(chars) == estimate_context_tokens(
-        reference.messages, chars
-    )
+    estimate_matches_reference(store)
     # tree invariants: every entry once, children point back at their parent
     seen: list[str] = []
     stack = list(store.get_tree())
@@ -106,10 +153,11 @@ def check(store: SessionStore) -> None:
 
 
 def estimate_matches_reference(store: SessionStore) -> None:
+    """The view's running figures equal pi 1.6's projected estimate computed afresh
+    from the path (``core.projected_path``)."""
     chars = estimator("chars")
-    leaf = store.leaf_id
-    messages = build_session_context(list(store.entries()), leaf).messages if leaf else []
-    assert store.leaf_view.estimate_context(chars) == estimate_context_tokens(messages, chars)
+    reference = ProjectedPath(EntryPath(store.get_branch(), chars), chars).estimate_context()
+    assert store.leaf_view.estimate_context(chars) == reference
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

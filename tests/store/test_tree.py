@@ -84,9 +84,12 @@ def test_branch_with_summary(store: SessionStore):
         ids[1], "explored things", {"readFiles": ["a"], "modifiedFiles": []}
     )
     assert isinstance(summary, BranchSummaryEntry)
-    assert summary.parent_id == ids[1] and summary.from_id == ids[1] and store.leaf_id == summary.id
+    # pi 1.6: fromId is the leaf the summary comes from (0.73.1 wrote the new position)
+    assert summary.parent_id == ids[1] and summary.from_id == ids[3] and store.leaf_id == summary.id
     root_summary = store.branch_with_summary(None, "from the top", from_extension=True)
-    assert root_summary.parent_id is None and root_summary.from_id == "root"
+    assert root_summary.parent_id is None and root_summary.from_id == summary.id
+    store.reset_leaf()
+    assert store.branch_with_summary(None, "nothing before").from_id == "root"
     assert root_summary.made_by_extension
     with pytest.raises(NotFoundError):
         store.branch_with_summary("missing", "x")

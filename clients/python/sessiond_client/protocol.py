@@ -55,6 +55,7 @@ class AssistantMessage(_Wire, kw_only=True, tag_field='role', tag='assistant'):
     provider_payload: Any = None
     duration: int | float | None = None
     ttft: int | float | None = None
+    thinking_level: str | None = None
 
 
 class AssistantMessageInput(_Wire, kw_only=True, tag_field='role', tag='assistant'):
@@ -71,6 +72,7 @@ class AssistantMessageInput(_Wire, kw_only=True, tag_field='role', tag='assistan
     provider_payload: Any = None
     duration: int | float | None = None
     ttft: int | float | None = None
+    thinking_level: str | None = None
 
 
 class AutoCompactionReport(_Wire, kw_only=True):
@@ -139,6 +141,7 @@ class BranchSummaryEntry(_Wire, kw_only=True, tag_field='type', tag='branch_summ
     details: Any = None
     from_hook: bool | None = None
     from_extension: bool | None = None
+    usage: TokenUsage | None = None
 
 
 class BranchSummaryEntryInput(_Wire, kw_only=True, tag_field='type', tag='branch_summary'):
@@ -147,6 +150,7 @@ class BranchSummaryEntryInput(_Wire, kw_only=True, tag_field='type', tag='branch
     details: Any = None
     from_hook: bool | None = None
     from_extension: bool | None = None
+    usage: TokenUsage | None = None
 
 
 class BranchSummaryMessage(_Wire, kw_only=True, tag_field='role', tag='branchSummary'):
@@ -236,6 +240,8 @@ class CompactionEntry(_Wire, kw_only=True, tag_field='type', tag='compaction'):
     from_extension: bool | None = None
     short_summary: str | None = None
     preserve_data: dict[str, Any] | None = None
+    usage: TokenUsage | None = None
+    system_message: SystemMessage | None = None
 
 
 class CompactionEntryInput(_Wire, kw_only=True, tag_field='type', tag='compaction'):
@@ -247,6 +253,8 @@ class CompactionEntryInput(_Wire, kw_only=True, tag_field='type', tag='compactio
     from_extension: bool | None = None
     short_summary: str | None = None
     preserve_data: dict[str, Any] | None = None
+    usage: TokenUsage | None = None
+    system_message: SystemMessage | None = None
 
 
 class CompactionPreparationWire(_Wire, kw_only=True):
@@ -295,6 +303,33 @@ class CompactionSummaryMessage(_Wire, kw_only=True, tag_field='role', tag='compa
     provider_payload: Any = None
 
 
+class ContextEditEntry(_Wire, kw_only=True, tag_field='type', tag='context_edit'):
+    """pi 1.6: a branch-local edit of an earlier entry's model-visible content.
+
+    ``replacement`` null omits the target from the context; otherwise its content
+    is replaced (role and metadata stay). The latest edit of a target on the path wins.
+    """
+    id: str
+    parent_id: str | None
+    timestamp: str
+    target_id: str
+    replacement: ContextReplacement | None
+
+
+class ContextEditEntryInput(_Wire, kw_only=True, tag_field='type', tag='context_edit'):
+    """pi 1.6: edit what the model sees of an earlier entry on the current branch (a
+    user, assistant or tool-result message, or a custom message). ``replacement: null``
+    omits it from the context; ``{content}`` replaces its content (a string becomes one
+    text block for an answer or a tool result). The latest edit of a target wins.
+    """
+    target_id: str
+    replacement: ContextReplacement | None
+
+
+class ContextReplacement(_Wire, kw_only=True):
+    content: str | list[TextContent | ThinkingContent | ToolCall | RedactedThinkingContent | ImageContent]
+
+
 class ContextUsageParams(_Wire, kw_only=True):
     session_id: str
     context_window: int | None = None
@@ -335,7 +370,7 @@ class CustomMessageEntry(_Wire, kw_only=True, tag_field='type', tag='custom_mess
     parent_id: str | None
     timestamp: str
     custom_type: str
-    content: str | list[UserContentBlock]
+    content: str | list[UserContentBlock] | None = None
     display: bool
     details: Any = None
     attribution: str | None = None
@@ -343,7 +378,7 @@ class CustomMessageEntry(_Wire, kw_only=True, tag_field='type', tag='custom_mess
 
 class CustomMessageEntryInput(_Wire, kw_only=True, tag_field='type', tag='custom_message'):
     custom_type: str
-    content: str | list[UserContentBlock]
+    content: str | list[UserContentBlock] | None = None
     display: bool
     details: Any = None
     attribution: str | None = None
@@ -791,6 +826,18 @@ class SuppliedCompactionWire(_Wire, kw_only=True):
     preserve_data: dict[str, Any] | None = None
 
 
+class SystemMessage(_Wire, kw_only=True, tag_field='role', tag='system'):
+    """pi 1.6's prompt state in the transcript: the leading one is the system prompt,
+    later ones add ``content``, replace ``sections`` by name (``null`` removes one) and
+    add or remove tools. Replaying them in order gives the current prompt and tools.
+    """
+    content: str | list[TextContent]
+    sections: dict[str, str | None] | None = None
+    tools_added: list[dict[str, Any]] | None = None
+    tools_removed: list[dict[str, Any]] | None = None
+    timestamp: int | float | None = None
+
+
 class TextContent(_Wire, kw_only=True, tag_field='type', tag='text'):
     text: str
     text_signature: str | None = None
@@ -846,6 +893,7 @@ class ToolResultMessage(_Wire, kw_only=True, tag_field='role', tag='toolResult')
     timestamp: int | float | None = None
     attribution: str | None = None
     pruned_at: int | float | None = None
+    nested_calls: dict[str, Any] | None = None
 
 
 class TornTail(_Wire, kw_only=True):
@@ -942,6 +990,29 @@ class Usage(_Wire, kw_only=True):
     estimator: str
 
 
+class UsageEntry(_Wire, kw_only=True, tag_field='type', tag='usage'):
+    """pi 1.6: model usage that is not an answer (cache warming, ...); no context."""
+    id: str
+    parent_id: str | None
+    timestamp: str
+    kind: str
+    provider: str
+    model: str
+    usage: TokenUsage
+    note: str | None = None
+
+
+class UsageEntryInput(_Wire, kw_only=True, tag_field='type', tag='usage'):
+    """pi 1.6: model usage that is not an answer (``kind`` e.g. ``cache_warm``); it adds
+    nothing to the context.
+    """
+    kind: str
+    provider: str
+    model: str
+    usage: TokenUsage
+    note: str | None = None
+
+
 class UserMessage(_Wire, kw_only=True, tag_field='role', tag='user'):
     content: str | list[UserContentBlock]
     timestamp: int | float | None = None
@@ -975,7 +1046,7 @@ class WorkDoneReport(_Wire, kw_only=True, tag_field='kind', tag='report'):
 # A message as pi's agent holds it, tagged by `role`: what `message` entries store and what
 # `context/build` returns in the `agent` format (the summary roles are built from compaction and
 # branch_summary entries).
-AgentMessage: TypeAlias = UserMessage | DeveloperMessage | AssistantMessage | ToolResultMessage | BashExecutionMessage | PythonExecutionMessage | CustomMessage | HookMessage | BranchSummaryMessage | CompactionSummaryMessage | FileMentionMessage
+AgentMessage: TypeAlias = UserMessage | SystemMessage | DeveloperMessage | AssistantMessage | ToolResultMessage | BashExecutionMessage | PythonExecutionMessage | CustomMessage | HookMessage | BranchSummaryMessage | CompactionSummaryMessage | FileMentionMessage
 
 
 # A content block of an assistant message, tagged by `type`.
@@ -985,22 +1056,22 @@ AssistantContentBlock: TypeAlias = TextContent | ThinkingContent | ToolCall | Re
 # A stored entry (a line of the session file after the header), tagged by `type`. Reads return it as
 # stored: unknown fields are kept, and an entry of a type not listed here (from a newer pi, or
 # another tool) is passed through as it is.
-Entry: TypeAlias = MessageEntry | ThinkingLevelChangeEntry | ModelChangeEntry | CompactionEntry | BranchSummaryEntry | CustomEntry | CustomMessageEntry | LabelEntry | SessionInfoEntry | ServiceTierChangeEntry | TtsrInjectionEntry | McpToolSelectionEntry | SessionInitEntry | ModeChangeEntry
+Entry: TypeAlias = MessageEntry | ThinkingLevelChangeEntry | ModelChangeEntry | CompactionEntry | BranchSummaryEntry | CustomEntry | CustomMessageEntry | LabelEntry | SessionInfoEntry | ContextEditEntry | UsageEntry | ServiceTierChangeEntry | TtsrInjectionEntry | McpToolSelectionEntry | SessionInitEntry | ModeChangeEntry
 
 
 # An entry to append (`session/append`): a stored entry without `id`, `parentId` and `timestamp`,
 # which sessiond assigns (an entry that has one is refused).
-EntryInput: TypeAlias = MessageEntryInput | ThinkingLevelChangeEntryInput | ModelChangeEntryInput | CompactionEntryInput | BranchSummaryEntryInput | CustomEntryInput | CustomMessageEntryInput | LabelEntryInput | SessionInfoEntryInput | ServiceTierChangeEntryInput | TtsrInjectionEntryInput | McpToolSelectionEntryInput | SessionInitEntryInput | ModeChangeEntryInput
+EntryInput: TypeAlias = MessageEntryInput | ThinkingLevelChangeEntryInput | ModelChangeEntryInput | CompactionEntryInput | BranchSummaryEntryInput | CustomEntryInput | CustomMessageEntryInput | LabelEntryInput | SessionInfoEntryInput | ContextEditEntryInput | UsageEntryInput | ServiceTierChangeEntryInput | TtsrInjectionEntryInput | McpToolSelectionEntryInput | SessionInitEntryInput | ModeChangeEntryInput
 
 
 # A message as a provider receives it: the roles `context/build` returns in the `llm` format (the
 # field is typed as AgentMessage, of which these are a part).
-LlmMessage: TypeAlias = UserMessage | DeveloperMessage | AssistantMessage | ToolResultMessage
+LlmMessage: TypeAlias = UserMessage | SystemMessage | DeveloperMessage | AssistantMessage | ToolResultMessage
 
 
 # A message to append in a `message` entry: any role but the summaries; `timestamp` may be left out
 # (sessiond stamps it).
-MessageInput: TypeAlias = UserMessage | DeveloperMessage | AssistantMessageInput | ToolResultMessage | BashExecutionMessage | PythonExecutionMessage | CustomMessage | HookMessage | FileMentionMessage
+MessageInput: TypeAlias = UserMessage | SystemMessage | DeveloperMessage | AssistantMessageInput | ToolResultMessage | BashExecutionMessage | PythonExecutionMessage | CustomMessage | HookMessage | FileMentionMessage
 
 
 # JSON null: the result of a request that answers nothing (shutdown).

@@ -7,6 +7,7 @@ import argparse
 from sessiond.core.context import UNSET
 from sessiond.core.convert import convert_to_llm
 from sessiond.core.describe import describe_message
+from sessiond.core.messages import AnyMessage
 from sessiond.store.export import context_json
 from sessiond.store.session import SessionStore
 
@@ -41,9 +42,14 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             write_json(context_json(store, context, "llm" if args.llm else "agent"))
             return 0
-        messages = convert_to_llm(context.messages) if args.llm else context.messages
         model = f"{context.model.provider}/{context.model.model_id}" if context.model else "none"
-        print(f"{len(messages)} messages, thinking {context.thinking_level}, model {model}")
-        for index, message in enumerate(messages):
-            print(f"[{index}] {describe_message(message, 100)}")
+        shown: list[tuple[AnyMessage, bool]]
+        if args.llm:
+            shown = [(m, False) for m in convert_to_llm(context.messages)]
+        else:
+            shown = [(m, i in context.edited) for i, m in enumerate(context.messages)]
+        print(f"{len(shown)} messages, thinking {context.thinking_level}, model {model}")
+        for index, (message, edited) in enumerate(shown):
+            mark = " (edited)" if edited else ""  # a context_edit replaced its content
+            print(f"[{index}]{mark} {describe_message(message, 100)}")
     return 0

@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"Leaf      {leaf} ({store.record(leaf).type})" if leaf else "Leaf      (none)")
         context = store.build_context()
         name = settings.compaction.token_estimator
-        estimate = store.leaf_view.estimate_context(estimator(name), fresh=True)
+        estimate = store.leaf_view.estimate_context(estimator(name))
         threshold = resolve_threshold_tokens(window, settings.compaction)
         due = should_compact(estimate.tokens, window, settings.compaction)
         measured = (

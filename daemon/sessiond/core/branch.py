@@ -12,10 +12,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Generic, Protocol, TypeVar
 
-from .context import compaction_summary_message, message_of_entry
-from .entries import BranchSummaryEntry, CompactionEntry, Entry, MessageEntry
+from .entries import (
+    BranchSummaryEntry,
+    CompactionEntry,
+    ContextEditEntry,
+    CustomMessageEntry,
+    Entry,
+    MessageEntry,
+)
 from .fileops import FileOps
-from .messages import AnyMessage, ToolResultMessage
+from .messages import AnyMessage, BranchSummaryMessage, ToolResultMessage
+from .projection import (
+    compaction_summary_message,
+    iso_to_ms,
+    latest_edits,
+    message_of_entry,
+    project_entry,
+)
 from .tokens import Estimator
 
 # A summary entry at the edge of the budget is still taken while the total is
@@ -68,12 +81,21 @@ def collect_entries_for_branch_summary(
     return BranchCollection(collected, common)
 
 
-def message_for_branch(entry: Entry) -> AnyMessage | None:
-    """Tool results are skipped (the tool call says enough); compactions bring their summary."""
+def message_for_branch(entry: Entry, edit: ContextEditEntry | None = None) -> AnyMessage | None:
+    """Tool results are skipped (the tool call says enough); compactions bring their summary;
+    a message or custom message under a ``context_edit`` (pi 1.6) is what the edit left."""
     if isinstance(entry, MessageEntry) and isinstance(entry.message, ToolResultMessage):
         return None
     if isinstance(entry, CompactionEntry):
         return compaction_summary_message(entry)
+    if isinstance(entry, BranchSummaryEntry):
+        # pi takes even an empty branch summary here (it gives the context nothing).
+        return BranchSummaryMessage(
+            summary=entry.summary, from_id=entry.from_id, timestamp=iso_to_ms(entry.timestamp)
+        )
+    if edit is not None and isinstance(entry, (MessageEntry, CustomMessageEntry)):
+        messages = project_entry(entry, edit)
+        return messages[0] if messages else None
     return message_of_entry(entry)
 
 
@@ -84,9 +106,10 @@ def prepare_branch_entries(
     for entry in entries:
         if isinstance(entry, BranchSummaryEntry) and not entry.made_by_extension:
             result.file_ops.add_details(entry.details)
+    edits = latest_edits(entries)
     kept: list[AnyMessage] = []
     for entry in reversed(entries):
-        message = message_for_branch(entry)
+        message = message_for_branch(entry, edits.get(entry.id))
         if message is None:
             continue
         # File operations count even for the message that overflows the budget.

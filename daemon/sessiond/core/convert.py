@@ -1,6 +1,8 @@
 """pi's convertToLlm: agent messages to the messages a provider accepts.
 
-User, assistant and tool-result messages pass through; sessiond's own roles
+User, system, assistant and tool-result messages pass through (pi 1.6 keeps system
+messages in place; a provider without mid-conversation system messages replays them
+into the leading one, see ``core.system_state``); the other roles
 (bash and python runs, custom messages, summaries, file mentions) become user
 messages; a message excluded from context, or of a role sessiond does not
 know, is dropped. Order is kept.
@@ -25,6 +27,7 @@ from .messages import (
     HookMessage,
     ImageContent,
     PythonExecutionMessage,
+    SystemMessage,
     TextContent,
     ToolResultMessage,
     UserContentBlock,
@@ -32,7 +35,9 @@ from .messages import (
 )
 from .templates import render
 
-LlmMessage: TypeAlias = UserMessage | DeveloperMessage | AssistantMessage | ToolResultMessage
+LlmMessage: TypeAlias = (
+    UserMessage | SystemMessage | DeveloperMessage | AssistantMessage | ToolResultMessage
+)
 
 PRUNED_OUTPUT_TEXT = "[Output truncated]"
 
@@ -49,7 +54,7 @@ def convert_to_llm_tracked(
     stored message as its original JSON, unknown fields included."""
     converted: list[tuple[LlmMessage, int, bool]] = []
     for index, message in enumerate(messages):
-        if isinstance(message, (UserMessage, DeveloperMessage, AssistantMessage)):
+        if isinstance(message, (UserMessage, SystemMessage, DeveloperMessage, AssistantMessage)):
             converted.append((message, index, True))
         elif isinstance(message, ToolResultMessage):
             if message.pruned_at is not None:

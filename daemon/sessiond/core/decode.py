@@ -40,9 +40,12 @@ class NotAnEntry(ValueError):
     """A line that is JSON but cannot be an entry (no string id, not an object)."""
 
 
-# What pi always writes, per role, for fields a loose file may lack.
+# What pi always writes, per role, for fields a loose file may lack. A null or missing
+# content reads as pi 1.6 reads it: [] for user, assistant and tool-result messages,
+# "" for system messages.
 _MESSAGE_FILLERS: Final[dict[str, dict[str, Any]]] = {
-    "user": {"content": ""},
+    "user": {"content": []},
+    "system": {"content": ""},
     "developer": {"content": ""},
     "assistant": {
         "content": [],

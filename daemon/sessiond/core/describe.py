@@ -5,6 +5,7 @@ from __future__ import annotations
 from sessiond.core.entries import (
     BranchSummaryEntry,
     CompactionEntry,
+    ContextEditEntry,
     CustomEntry,
     CustomMessageEntry,
     Entry,
@@ -14,6 +15,7 @@ from sessiond.core.entries import (
     SessionInfoEntry,
     ThinkingLevelChangeEntry,
     UnknownEntry,
+    UsageEntry,
     entry_type,
 )
 from sessiond.core.messages import (
@@ -23,6 +25,7 @@ from sessiond.core.messages import (
     BranchSummaryMessage,
     CompactionSummaryMessage,
     CustomMessage,
+    SystemMessage,
     TextContent,
     ToolCall,
     ToolResultMessage,
@@ -58,6 +61,8 @@ def describe_message(message: AnyMessage, width: int = 72) -> str:
         return f"toolResult {message.tool_name}{flag}{pruned}: {shorten(text, width)}"
     if isinstance(message, BashExecutionMessage):
         return f"bash: $ {shorten(message.command, width)}"
+    if isinstance(message, SystemMessage):
+        return f"system: {shorten(_system_summary(message), width)}"
     if isinstance(message, CustomMessage):
         return f"custom {message.custom_type}: {shorten(text_of_blocks(message.content), width)}"
     if isinstance(message, CompactionSummaryMessage):
@@ -67,6 +72,15 @@ def describe_message(message: AnyMessage, width: int = 72) -> str:
     if isinstance(message, UnknownMessage):
         return f"{message.role or '?'}: (a message sessiond does not know)"
     return f"{type(message).__name__}"
+
+
+def _system_summary(message: SystemMessage) -> str:
+    content = message.content
+    text = content if isinstance(content, str) else " ".join(block.text for block in content)
+    changes = [f"section {name}" for name in message.sections or {}]
+    changes += [f"+{tool.get('name')}" for tool in message.tools_added or []]
+    changes += [f"-{tool.get('name')}" for tool in message.tools_removed or []]
+    return " ".join(part for part in (text, ", ".join(changes)) if part) or "(empty)"
 
 
 def _call(call: ToolCall) -> str:
@@ -96,8 +110,22 @@ def describe_entry(entry: Entry, width: int = 72) -> str:
         return f"name = {entry.name!r}"
     if isinstance(entry, CustomMessageEntry):
         return (
-            f"custom message {entry.custom_type}: {shorten(text_of_blocks(entry.content), width)}"
+            f"custom message {entry.custom_type}: "
+            f"{shorten(text_of_blocks(entry.content or []), width)}"
         )
+    if isinstance(entry, ContextEditEntry):
+        if entry.replacement is None:
+            return f"context edit: omit {entry.target_id}"
+        content = entry.replacement.content
+        text = (
+            content
+            if isinstance(content, str)
+            else " ".join(b.text for b in content if isinstance(b, TextContent))
+        )
+        return f"context edit: replace {entry.target_id} with {shorten(text, width - 30)}"
+    if isinstance(entry, UsageEntry):
+        tokens = entry.usage.total_tokens
+        return f"usage {entry.kind}: {tokens:,} tokens ({entry.provider}/{entry.model})"
     if isinstance(entry, CustomEntry):
         return f"custom {entry.custom_type}"
     if isinstance(entry, UnknownEntry):

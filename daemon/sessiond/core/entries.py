@@ -12,7 +12,14 @@ from typing import Any, TypeAlias
 
 import msgspec
 
-from .messages import _STRUCT_OPTIONS, AgentMessage, UserContentBlock
+from .messages import (
+    _STRUCT_OPTIONS,
+    AgentMessage,
+    ContentBlock,
+    SystemMessage,
+    Usage,
+    UserContentBlock,
+)
 
 CURRENT_SESSION_VERSION = 3
 
@@ -66,11 +73,20 @@ class CompactionEntry(_EntryBase, tag_field="type", tag="compaction", kw_only=Tr
     from_extension: bool | None = None
     short_summary: str | None = None
     preserve_data: dict[str, Any] | None = None
+    # pi 1.6: what summarizing cost, and the replayed system prompt and tools at the
+    # boundary (the compacted context starts with it).
+    usage: Usage | None = None
+    system_message: SystemMessage | None = None
 
     @property
     def made_by_extension(self) -> bool:
         """pi writes ``fromHook``, oh-my-pi ``fromExtension``; either means a hook made it."""
         return bool(self.from_hook or self.from_extension)
+
+    @property
+    def retains_nothing(self) -> bool:
+        """pi 1.6's retain-none compaction: ``firstKeptEntryId`` is its own id."""
+        return self.first_kept_entry_id == self.id
 
 
 class BranchSummaryEntry(_EntryBase, tag_field="type", tag="branch_summary", kw_only=True):
@@ -79,6 +95,7 @@ class BranchSummaryEntry(_EntryBase, tag_field="type", tag="branch_summary", kw_
     details: Any = None
     from_hook: bool | None = None
     from_extension: bool | None = None
+    usage: Usage | None = None
 
     @property
     def made_by_extension(self) -> bool:
@@ -92,7 +109,8 @@ class CustomEntry(_EntryBase, tag_field="type", tag="custom", kw_only=True):
 
 class CustomMessageEntry(_EntryBase, tag_field="type", tag="custom_message", kw_only=True):
     custom_type: str
-    content: str | list[UserContentBlock]
+    # pi 1.6 reads a missing content as [] (0.73.1 passed it through).
+    content: str | list[UserContentBlock] | None = None
     display: bool
     details: Any = None
     attribution: str | None = None
@@ -105,6 +123,31 @@ class LabelEntry(_EntryBase, tag_field="type", tag="label", kw_only=True):
 
 class SessionInfoEntry(_EntryBase, tag_field="type", tag="session_info", kw_only=True):
     name: str | None = None
+
+
+class ContextReplacement(msgspec.Struct, kw_only=True, **_STRUCT_OPTIONS):
+    content: str | list[ContentBlock]
+
+
+class ContextEditEntry(_EntryBase, tag_field="type", tag="context_edit", kw_only=True):
+    """pi 1.6: a branch-local edit of an earlier entry's model-visible content.
+
+    ``replacement`` null omits the target from the context; otherwise its content
+    is replaced (role and metadata stay). The latest edit of a target on the path wins.
+    """
+
+    target_id: str
+    replacement: ContextReplacement | None
+
+
+class UsageEntry(_EntryBase, tag_field="type", tag="usage", kw_only=True):
+    """pi 1.6: model usage that is not an answer (cache warming, ...); no context."""
+
+    kind: str
+    provider: str
+    model: str
+    usage: Usage
+    note: str | None = None
 
 
 class ServiceTierChangeEntry(_EntryBase, tag_field="type", tag="service_tier_change", kw_only=True):
@@ -141,6 +184,8 @@ KnownEntry: TypeAlias = (
     | CustomMessageEntry
     | LabelEntry
     | SessionInfoEntry
+    | ContextEditEntry
+    | UsageEntry
     | ServiceTierChangeEntry
     | TtsrInjectionEntry
     | McpToolSelectionEntry
@@ -176,6 +221,8 @@ ENTRY_TYPES: frozenset[str] = frozenset(
         "custom_message",
         "label",
         "session_info",
+        "context_edit",
+        "usage",
         "service_tier_change",
         "ttsr_injection",
         "mcp_tool_selection",

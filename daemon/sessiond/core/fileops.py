@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .messages import AnyMessage, AssistantMessage, ToolCall
+from .messages import AnyMessage, AssistantMessage, ToolCall, ToolResultMessage
 
 _TAG_OPENING: Final = re.compile(r"<(read-files|modified-files)>")
 
@@ -33,21 +33,32 @@ class FileOps:
         self.edited.update(_paths(details.get("modifiedFiles")))
 
     def add_message(self, message: AnyMessage) -> None:
-        """The read/write/edit tool calls of an assistant message with a string ``path``."""
+        """The read/write/edit tool calls with a string ``path`` of an assistant message,
+        or those recorded on a tool result as ``nestedCalls`` (pi 1.6: calls a codemode
+        script made)."""
+        if isinstance(message, ToolResultMessage):
+            nested = message.nested_calls
+            calls = nested.get("calls") if isinstance(nested, dict) else None
+            for call in calls if isinstance(calls, list) else ():
+                if isinstance(call, dict):
+                    self._add(call.get("name"), call.get("arguments"))
+            return
         if not isinstance(message, AssistantMessage):
             return
         for block in message.content:
-            if not isinstance(block, ToolCall):
-                continue
-            path = block.arguments.get("path")
-            if not isinstance(path, str):
-                continue
-            if block.name == "read":
-                self.read.add(path)
-            elif block.name == "write":
-                self.written.add(path)
-            elif block.name == "edit":
-                self.edited.add(path)
+            if isinstance(block, ToolCall):
+                self._add(block.name, block.arguments)
+
+    def _add(self, name: Any, arguments: Any) -> None:
+        path = arguments.get("path") if isinstance(arguments, dict) else None
+        if not isinstance(path, str) or not path:
+            return
+        if name == "read":
+            self.read.add(path)
+        elif name == "write":
+            self.written.add(path)
+        elif name == "edit":
+            self.edited.add(path)
 
     def lists(self) -> tuple[list[str], list[str]]:
         """``(readFiles, modifiedFiles)``: read-only files, then written or edited ones."""

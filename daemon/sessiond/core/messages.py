@@ -15,7 +15,7 @@ wire output of a stored message is its original JSON (see ``store``).
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias
 
 import msgspec
 
@@ -131,6 +131,9 @@ class AssistantMessage(
     provider_payload: Any = None
     duration: Number | None = None
     ttft: Number | None = None
+    # pi 1.6: the thinking level the agent loop asked for (a record; the context's
+    # level still comes from thinking_level_change entries).
+    thinking_level: str | None = None
 
 
 class ToolResultMessage(
@@ -144,6 +147,70 @@ class ToolResultMessage(
     timestamp: Number | None = None
     attribution: str | None = None
     pruned_at: Number | None = None
+    # pi 1.6: tool calls a tool made while it ran (codemode scripts): ``{calls: [{name,
+    # arguments?}]}``; their file operations count for summaries.
+    nested_calls: NestedToolCalls | None = None
+
+
+# A tool as pi 1.6 declares it in a system message: ``{name, description, parameters
+# (JSON Schema), constrainedSampling?}``. Kept as the stored object: its JSON text is
+# what pi's estimate counts, so no field may be dropped or reordered.
+ToolDeclaration = Annotated[
+    dict[str, Any],
+    msgspec.Meta(
+        extra_json_schema={
+            "required": ["name"],
+            "properties": {
+                "name": {"type": "string"},
+                "description": {"type": "string"},
+                "parameters": {"type": "object", "description": "JSON Schema of the arguments"},
+            },
+        }
+    ),
+]
+# A tool a system message takes away: ``{name}``.
+ToolReference = Annotated[
+    dict[str, Any],
+    msgspec.Meta(
+        extra_json_schema={"required": ["name"], "properties": {"name": {"type": "string"}}}
+    ),
+]
+# Tool calls a tool made while it ran (pi 1.6's codemode), recorded on its result.
+NestedToolCalls = Annotated[
+    dict[str, Any],
+    msgspec.Meta(
+        extra_json_schema={
+            "properties": {
+                "calls": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["name"],
+                        "properties": {
+                            "id": {"type": "string"},
+                            "name": {"type": "string"},
+                            "arguments": {"type": "object"},
+                        },
+                    },
+                }
+            }
+        }
+    ),
+]
+
+
+class SystemMessage(
+    msgspec.Struct, tag_field="role", tag="system", kw_only=True, **_STRUCT_OPTIONS
+):
+    """pi 1.6's prompt state in the transcript: the leading one is the system prompt,
+    later ones add ``content``, replace ``sections`` by name (``null`` removes one) and
+    add or remove tools. Replaying them in order gives the current prompt and tools."""
+
+    content: str | list[TextContent]
+    sections: dict[str, str | None] | None = None
+    tools_added: list[ToolDeclaration] | None = None
+    tools_removed: list[ToolReference] | None = None
+    timestamp: Number | None = None
 
 
 class BashExecutionMessage(
@@ -233,6 +300,7 @@ class FileMentionMessage(
 
 AgentMessage: TypeAlias = (
     UserMessage
+    | SystemMessage
     | DeveloperMessage
     | AssistantMessage
     | ToolResultMessage
@@ -248,6 +316,7 @@ AgentMessage: TypeAlias = (
 MESSAGE_ROLES: frozenset[str] = frozenset(
     {
         "user",
+        "system",
         "developer",
         "assistant",
         "toolResult",

@@ -1,4 +1,4 @@
-"""Context-overflow detection (pi 0.73.1): did the provider refuse or cut the prompt?
+"""Context-overflow detection (pi-ai 1.6.0): did the provider refuse or cut the prompt?
 
 An error whose message matches what providers say when the prompt is too long
 (pi's patterns, plus oh-my-pi's), unless it reads as rate limiting; or a
@@ -23,25 +23,34 @@ from .messages import AnyMessage, AssistantMessage
 # piece is a literal (at most with an optional last letter that no following piece
 # begins with), so the leftmost match is also the one that ends first.
 _OVERFLOW_PATTERNS: tuple[tuple[str, ...], ...] = (
-    # pi
-    ("prompt is too long",),
+    # pi (pi-ai 1.6.0's list)
+    ("prompt (?:is )?too long",),
+    ("prompt exceeds max length",),
     ("input is too long for requested model",),
     ("exceeds the context window",),
+    (r"exceeds (?:the )?(?:model'?s )?maximum context length(?: of [\d,]+ tokens?|\s*\([\d,]+\))",),
+    ("context window exceeded",),
     ("input token count", "exceeds the maximum"),
     (r"maximum prompt length is \d+",),
     ("reduce the length of the messages",),
     (r"maximum context length is \d+ tokens",),
+    (r"exceeds (?:the )?maximum allowed input length of [\d,]+ tokens?",),
+    (r"input \(\d+ tokens\) is longer than the model'?s context length \(\d+ tokens\)",),
     (r"exceeds the limit of \d+",),
     ("exceeds the available context size",),
     ("greater than the context length",),
     ("context window exceeds limit",),
     ("exceeded model token limit",),
     (r"too large for model with \d+ maximum context length",),
+    (r"prompt has [\d,]+ tokens?, but the configured context size is [\d,]+ tokens?",),
     ("model_context_window_exceeded",),
     ("prompt too long; exceeded (?:max )?context length",),
+    ("range of input length should be",),
     ("context[_ ]length[_ ]exceeded",),
     ("too many tokens",),
     ("token limit exceeded",),
+    # any HTTP 413 (a request too large in bytes), as an SDK error or a status line
+    (r"^(?:[\w -]+ API error \(413\):|413(?:\s|:|$))",),
     # oh-my-pi
     ("requested tokens?", "exceed", "context (window|length|size)"),
     ("context (window|length|size)", "(exceeded|overflow|too small)"),
@@ -70,11 +79,11 @@ def _patterns() -> tuple[re.Pattern[str], tuple[_Pieces, ...], re.Pattern[str], 
         for p in _OVERFLOW_PATTERNS
         if len(p) > 1
     )
-    # Cerebras and Mistral answer an oversized prompt with a bare status line. pi's
-    # ``\s*(status code)?\s*`` with the optional part folded in, so that a long run of
-    # spaces is not tried at every split between the two ``\s*``.
+    # Cerebras answers an oversized prompt with a bare status line (pi 1.6 reads it so only
+    # from Cerebras). pi's ``\s*(status code)?\s*`` with the optional part folded in, so
+    # that a long run of spaces is not tried at every split between the two ``\s*``.
     no_body = re.compile(r"^4(00|13)\s*(?:status code\s*)?\(no body\)", re.IGNORECASE)
-    # Rate limiting can mention sizes too; pi 0.73.1 never treats these as overflow.
+    # Rate limiting can mention sizes too; pi never treats these as overflow.
     not_overflow = re.compile(
         r"^(?:Throttling error|Service unavailable):|rate limit|too many requests", re.IGNORECASE
     )
@@ -104,12 +113,15 @@ def _in_order_on_one_line(pieces: _Pieces, text: str) -> bool:
 _FULL_WINDOW_SHARE = 0.99
 
 
-def is_overflow_error_message(text: str) -> bool:
-    """True when a provider's error text says the prompt did not fit."""
+def is_overflow_error_message(text: str, provider: str | None = None) -> bool:
+    """True when a provider's error text says the prompt did not fit. A bare 400/413
+    status line counts from Cerebras only, or when the provider is not known."""
     single, chained, no_body, not_overflow = _patterns()
     if not_overflow.search(text):
         return False
-    if single.search(text) or no_body.search(text):
+    if single.search(text):
+        return True
+    if provider in (None, "cerebras") and no_body.search(text):
         return True
     return any(_in_order_on_one_line(pieces, text) for pieces in chained)
 
@@ -121,7 +133,7 @@ def is_context_overflow(message: AnyMessage, context_window: int | None = None) 
     if (
         message.stop_reason == "error"
         and message.error_message
-        and is_overflow_error_message(message.error_message)
+        and is_overflow_error_message(message.error_message, message.provider)
     ):
         return True
     if not context_window:

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from .context import compaction_summary_message, message_of_entry
 from .entries import CompactionEntry, Entry, MessageEntry, UnknownEntry, entry_type
-from .messages import AnyMessage, message_role
+from .messages import message_role
+from .projection import compaction_summary_message, message_of_entry
 from .tokens import Estimator
 
 
@@ -31,18 +31,11 @@ class PathView(Protocol):
     def entry_at(self, index: int) -> Entry: ...
 
     def tokens_at(self, index: int) -> int:
-        """The estimate of the message the entry contributes (0 if none).
+        """The estimate of the message the entry contributes before any edit (0 if none).
 
-        For a compaction entry: its summary message."""
+        For a compaction entry: its summary message (its system checkpoint is counted
+        by ``core.projected_path``)."""
         ...
-
-
-def message_for_summary(entry: Entry) -> AnyMessage | None:
-    """pi 0.73's message-from-entry for compaction ranges: message, custom_message
-    and branch_summary entries; compactions and metadata give nothing."""
-    if isinstance(entry, CompactionEntry):
-        return None
-    return message_of_entry(entry)
 
 
 class EntryPath:

@@ -1,8 +1,10 @@
-"""pi 0.73.1's prepareCompaction: what to summarize.
+"""pi 1.6's prepareCompaction: what to summarize.
 
-The window starts where the previous compaction's kept region starts, so the
-region it kept is summarized this time (with its summary as the previous
-summary); the cut keeps about ``keepRecentTokens`` of the newest messages.
+It works on the projected path (edits applied, system messages left out of what is
+summarized). The window starts right after the previous compaction in the
+projection, that is at the region it kept, so that region is summarized this time
+(with its summary as the previous summary); the cut keeps about
+``keepRecentTokens`` of the newest context.
 The result is the ``CompactionPreparation`` hooks see and ``--dry-run`` prints.
 """
 
@@ -14,13 +16,12 @@ from typing import Any, Final
 
 from sessiond.settings import CompactionSettings
 
-from .context import context_from_path
 from .cutpoints import find_cut_point
-from .entries import CompactionEntry, MessageEntry
 from .fileops import FileOps
-from .messages import AnyMessage
-from .path_view import PathView, message_for_summary
-from .tokens import Estimator, assistant_usage, calculate_prompt_tokens, estimate_context_tokens
+from .messages import AnyMessage, SystemMessage
+from .path_view import PathView
+from .projected_path import ProjectedPath
+from .tokens import Estimator, assistant_usage, calculate_prompt_tokens
 
 ALREADY_COMPACTED: Final = "Already compacted"
 NOTHING_TO_COMPACT: Final = "Nothing to compact (session too small)"
@@ -59,45 +60,35 @@ def prepare_compaction(
     settings: CompactionSettings,
     *,
     tokens_before: int | None = None,
-    estimator: Estimator | None = None,
+    estimator: Estimator,
 ) -> CompactionPreparation | NotCompactable:
-    """``tokens_before`` is the context estimate at the leaf; computed from the path
-    (with ``estimator``) when not given."""
+    """pi 1.6's ``prepareCompaction`` on the projected path. ``tokens_before`` is the
+    projected context estimate at the leaf; computed from the path when not given."""
     size = len(path)
     if size == 0:
         return NotCompactable(NOTHING_TO_COMPACT)
     if path.type_at(size - 1) == "compaction":
         return NotCompactable(ALREADY_COMPACTED)
-    previous_index = next(
-        (i for i in range(size - 1, -1, -1) if path.type_at(i) == "compaction"), -1
-    )
-    previous: CompactionEntry | None = None
-    boundary_start = 0
-    if previous_index >= 0:
-        entry = path.entry_at(previous_index)
-        previous = entry if isinstance(entry, CompactionEntry) else None
-        boundary_start = previous_index + 1
-        if previous is not None:
-            for index in range(previous_index - 1, -1, -1):
-                if path.id_at(index) == previous.first_kept_entry_id:
-                    boundary_start = index
-                    break
+    view = ProjectedPath(path, estimator)
+    previous = view.previous_compaction
+    boundary_start = 1 if previous is not None else 0
+    end = len(view)
 
     keep = settings.keep_recent_tokens
     if settings.adjust_keep_by_usage:
-        keep = adjusted_keep_recent_tokens(path, keep, previous_index, boundary_start)
-    cut = find_cut_point(path, boundary_start, size, keep)
-    if cut.first_kept_index >= size:
+        keep = adjusted_keep_recent_tokens(view, keep)
+    cut = find_cut_point(view, boundary_start, end, keep)
+    if cut.first_kept_index >= end:
         return NotCompactable(NOTHING_TO_COMPACT)
     history_end = cut.turn_start_index if cut.is_split_turn else cut.first_kept_index
 
-    summarize, summarize_ids = _messages(path, boundary_start, history_end)
+    summarize, summarize_ids = _messages(view, boundary_start, history_end)
     prefix, prefix_ids = (
-        _messages(path, cut.turn_start_index, cut.first_kept_index)
+        _messages(view, cut.turn_start_index, cut.first_kept_index)
         if cut.is_split_turn
         else ([], [])
     )
-    recent, recent_ids = _messages(path, cut.first_kept_index, size)
+    recent, recent_ids = _messages(view, cut.first_kept_index, end)
     if not summarize and not prefix:
         return NotCompactable(NOTHING_TO_COMPACT)
 
@@ -108,15 +99,10 @@ def prepare_compaction(
         file_ops.add_message(message)
 
     if tokens_before is None:
-        if estimator is None:
-            raise ValueError("prepare_compaction needs tokens_before or an estimator")
-        entries = [path.entry_at(i) for i in range(size)]
-        tokens_before = estimate_context_tokens(
-            context_from_path(entries).messages, estimator
-        ).tokens
+        tokens_before = view.estimate_context().tokens
 
     return CompactionPreparation(
-        first_kept_entry_id=path.id_at(cut.first_kept_index),
+        first_kept_entry_id=view.id_at(cut.first_kept_index),
         messages_to_summarize=summarize,
         turn_prefix_messages=prefix,
         recent_messages=recent,
@@ -130,26 +116,27 @@ def prepare_compaction(
         turn_prefix_entry_ids=prefix_ids,
         recent_entry_ids=recent_ids,
         keep_recent_tokens=keep,
-        boundary_start_id=path.id_at(boundary_start) if boundary_start < size else None,
+        boundary_start_id=view.id_at(boundary_start) if boundary_start < end else None,
     )
 
 
-def _messages(path: PathView, start: int, end: int) -> tuple[list[AnyMessage], list[str]]:
+def _messages(view: ProjectedPath, start: int, end: int) -> tuple[list[AnyMessage], list[str]]:
+    """What entries ``start..end`` give the summarizer: their projected messages, system
+    messages left out (the compaction carries their replay) and compactions giving none."""
     messages: list[AnyMessage] = []
     ids: list[str] = []
     for index in range(start, end):
-        if path.type_at(index) not in ("message", "custom_message", "branch_summary"):
+        if view.type_at(index) == "compaction" or not view.roles_at(index):
             continue
-        message = message_for_summary(path.entry_at(index))
-        if message is not None:
+        for message in view.messages_at(index):
+            if isinstance(message, SystemMessage):
+                continue
             messages.append(message)
-            ids.append(path.id_at(index))
+            ids.append(view.id_at(index))
     return messages, ids
 
 
-def adjusted_keep_recent_tokens(
-    path: PathView, keep: int, previous_index: int, boundary_start: int
-) -> int:
+def adjusted_keep_recent_tokens(view: ProjectedPath, keep: int) -> int:
     """Shrink the keep budget when measured prompts show the estimator undercounts.
 
     oh-my-pi divides the budget by measured prompt tokens over estimated tokens;
@@ -157,31 +144,20 @@ def adjusted_keep_recent_tokens(
     the estimate never sees, so a large system prompt collapses the kept region
     to a single message. sessiond instead fits a line through
     the measurements of every request since the last compaction: prompt tokens
-    against the estimate of the context that request carried. The slope is the
-    estimator's bias, the intercept the fixed overhead. With fewer than two
+    against the estimate of the projected context that request carried. The slope is
+    the estimator's bias, the intercept the fixed overhead. With fewer than two
     usable measurements the bias cannot be told from the overhead, and the
     budget is left as it is.
     """
     points: list[tuple[float, float]] = []
     running = 0
-    if previous_index >= 0:
-        running += path.tokens_at(previous_index)  # the summary message leads the context
-        context_ranges = [
-            range(boundary_start, previous_index),
-            range(previous_index + 1, len(path)),
-        ]
-    else:
-        context_ranges = [range(0, len(path))]
-    for span in context_ranges:
-        for index in span:
-            kind = path.type_at(index)
-            if kind == "message" and path.role_at(index) == "assistant" and index > previous_index:
-                entry = path.entry_at(index)
-                usage = assistant_usage(entry.message) if isinstance(entry, MessageEntry) else None
+    for k in range(len(view)):
+        if view.position(k) > view.compaction_index and "assistant" in view.roles_at(k):
+            for message in view.messages_at(k):
+                usage = assistant_usage(message)
                 if usage is not None:
                     points.append((float(running), float(calculate_prompt_tokens(usage))))
-            if kind in ("message", "custom_message", "branch_summary"):
-                running += path.tokens_at(index)
+        running += view.tokens_at(k)
     if len(points) < 2:
         return keep
     xs = [x for x, _ in points]

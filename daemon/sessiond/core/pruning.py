@@ -1,14 +1,17 @@
-"""Pre-compaction pruning of old tool outputs (oh-my-pi's pruneToolOutputs).
+"""Pre-compaction pruning of old tool outputs (oh-my-pi's pruneToolOutputs), as pi 1.6 edits.
 
 Walking from the newest tool result back, the first 40k tokens of output are
 protected; older results (except ``skill`` and ``read``, whose content the
-agent relies on) become ``[Output truncated - N tokens]`` — but only when that
-saves at least 20k tokens, so the session file is not rewritten for little.
+agent relies on) become ``[Output truncated - N tokens]``, but only when that
+saves at least 20k tokens.
 
-sessiond looks only at the tool results in the current context (from the
-latest compaction's kept region on). oh-my-pi walks the whole path, so outputs
-already summarized away count toward the savings it subtracts from the
-measured context, which can skip a compaction that is due.
+sessiond prunes by appending pi 1.6 ``context_edit`` entries that replace each
+output with the notice: nothing in the file is changed in place, the original
+output stays in it, and pi 1.6 reads the edits. It looks only at the tool results
+in the current context (the projection: from the latest compaction's kept region
+on, edits applied); oh-my-pi walks the whole path, so outputs already summarized
+away count toward the savings it subtracts from the measured context, which can
+skip a compaction that is due.
 """
 
 from __future__ import annotations
@@ -17,9 +20,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .entries import MessageEntry
 from .messages import ToolResultMessage
-from .path_view import PathView
+from .projected_path import ProjectedPath
 
 PROTECT_TOKENS: Final = 40_000
 MINIMUM_SAVINGS: Final = 20_000
@@ -41,6 +43,8 @@ class PruneCandidate:
 class PrunePlan:
     candidates: list[PruneCandidate] = field(default_factory=list)
     tokens_saved: int = 0
+    # The ids of the context_edit entries that applied it, once appended.
+    edit_ids: list[str] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -48,29 +52,32 @@ class PrunePlan:
 
 
 def plan_pruning(
-    path: PathView,
-    start: int = 0,
+    view: ProjectedPath,
     *,
     protect_tokens: int = PROTECT_TOKENS,
     minimum_savings: int = MINIMUM_SAVINGS,
 ) -> PrunePlan:
-    """Which tool results in ``path[start:]`` to prune, and what that saves."""
+    """Which tool results of the projected context to prune, and what that saves.
+
+    A result an edit already changed (an earlier pruning, or the agent's own edit) is
+    protected, as is one pruned by an older sessiond (``prunedAt``)."""
     accumulated = 0
     candidates: list[PruneCandidate] = []
-    for index in range(len(path) - 1, start - 1, -1):
-        if path.type_at(index) != "message" or path.role_at(index) != "toolResult":
+    for index in range(len(view) - 1, -1, -1):
+        if view.roles_at(index) != ("toolResult",):
             continue
-        entry = path.entry_at(index)
-        if not isinstance(entry, MessageEntry) or not isinstance(entry.message, ToolResultMessage):
+        (message,) = view.messages_at(index)
+        if not isinstance(message, ToolResultMessage):
             continue
-        tokens = path.tokens_at(index)
+        tokens = view.tokens_at(index)
         protected = (
-            entry.message.pruned_at is not None
+            view.edit_at(index) is not None
+            or message.pruned_at is not None
             or accumulated < protect_tokens
-            or entry.message.tool_name in PROTECTED_TOOLS
+            or message.tool_name in PROTECTED_TOOLS
         )
         if not protected:
-            candidates.append(PruneCandidate(index, entry.id, tokens))
+            candidates.append(PruneCandidate(index, view.id_at(index), tokens))
         accumulated += tokens
     # The notice is charged at four characters a token, as oh-my-pi does.
     saved = sum(
@@ -82,11 +89,10 @@ def plan_pruning(
     return PrunePlan(candidates, saved)
 
 
-def pruned_line_data(data: dict[str, Any], tokens: int, pruned_at: int) -> dict[str, Any]:
-    """A tool-result entry (as decoded JSON) with its output replaced by the notice.
-
-    Works on the JSON object so every other field, known or not, is kept."""
-    message = dict(data["message"])
-    message["content"] = [{"type": "text", "text": truncation_notice(tokens)}]
-    message["prunedAt"] = pruned_at
-    return {**data, "message": message}
+def pruning_edit(candidate: PruneCandidate) -> dict[str, Any]:
+    """The ``context_edit`` entry (to append) that replaces a candidate's output."""
+    return {
+        "type": "context_edit",
+        "targetId": candidate.entry_id,
+        "replacement": {"content": [{"type": "text", "text": truncation_notice(candidate.tokens)}]},
+    }

@@ -2,6 +2,9 @@
 
 Each message becomes labelled parts (``[User]: ...``, ``[Assistant]: ...``,
 ``[Assistant tool calls]: ...``, ``[Tool result]: ...``) joined by blank lines.
+Thinking is left out (pi 1.2 on): it is a provider's summary of the reasoning, often
+not part of the live context, and can make the request larger than what it summarizes.
+System messages are prompt state, not conversation: left out too.
 Tool results are cut to 2000 characters, counted as JavaScript counts them,
 so that one huge output cannot crowd out the rest of the conversation.
 """
@@ -16,7 +19,6 @@ from .jsjson import js_stringify, utf16_length
 from .messages import (
     AssistantMessage,
     TextContent,
-    ThinkingContent,
     ToolCall,
     ToolResultMessage,
     UserMessage,
@@ -39,11 +41,8 @@ def serialize_conversation(
             if text:
                 parts.append(f"[User]: {text}")
         elif isinstance(message, AssistantMessage):
-            thinking = [b.thinking for b in message.content if isinstance(b, ThinkingContent)]
             texts = [b.text for b in message.content if isinstance(b, TextContent)]
             calls = [b for b in message.content if isinstance(b, ToolCall)]
-            if thinking:
-                parts.append("[Assistant thinking]: " + "\n".join(thinking))
             if texts:
                 parts.append("[Assistant]: " + "\n".join(texts))
             if calls:

@@ -77,8 +77,10 @@ def history_prompt(
     )
 
 
-def turn_prefix_prompt(conversation: str) -> str:
-    return _blocks(conversation, None, (), template("compaction/compaction-turn-prefix"))
+def turn_prefix_prompt(conversation: str, custom_instructions: str | None = None) -> str:
+    """The turn prefix's prompt; pi 1.6 adds the run's focus to it too."""
+    instructions = with_focus(template("compaction/compaction-turn-prefix"), custom_instructions)
+    return _blocks(conversation, None, (), instructions)
 
 
 def short_summary_prompt(

@@ -31,6 +31,7 @@ from .messages import (
     HookMessage,
     ImageContent,
     PythonExecutionMessage,
+    SystemMessage,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -40,6 +41,7 @@ from .messages import (
     UserContentBlock,
     UserMessage,
 )
+from .system_state import current_system_message
 
 IMAGE_TOKENS: Final = 1200
 IMAGE_CHARS: Final = 4800
@@ -99,14 +101,26 @@ def _assistant_fragments(message: AssistantMessage) -> list[str]:
     return fragments
 
 
+def _system_fragments(message: SystemMessage) -> list[str]:
+    fragments = (
+        [message.content]
+        if isinstance(message.content, str)
+        else [block.text for block in message.content if isinstance(block, TextContent)]
+    )
+    fragments.extend(text for text in (message.sections or {}).values() if text)
+    if message.tools_added is not None:
+        fragments.append(js_stringify(message.tools_added))
+    return fragments
+
+
 def _pi_fragments(message: AnyMessage) -> tuple[list[str], int]:
-    """The text pi 0.73 counts per role, and the images it charges for."""
-    if isinstance(message, UserMessage):
-        return _texts(message.content)[0], 0  # pi ignores images in user messages
+    """The text pi 1.6 counts per role, and the images it charges for."""
+    if isinstance(message, (UserMessage, ToolResultMessage, CustomMessage)):
+        return _texts(message.content)
+    if isinstance(message, SystemMessage):
+        return _system_fragments(message), 0
     if isinstance(message, AssistantMessage):
         return _assistant_fragments(message), 0
-    if isinstance(message, (ToolResultMessage, CustomMessage)):
-        return _texts(message.content)
     if isinstance(message, BashExecutionMessage):
         return [message.command, message.output], 0
     if isinstance(message, (BranchSummaryMessage, CompactionSummaryMessage)):
@@ -140,10 +154,13 @@ def calculate_prompt_tokens(usage: Usage) -> int:
 
 
 def assistant_usage(message: AnyMessage) -> Usage | None:
-    """The usage of an assistant message that completed (not aborted, not an error)."""
+    """The usage of an assistant message that completed (not aborted, not an error) and
+    measured something: pi 1.6 ignores all-zero usage."""
     if not isinstance(message, AssistantMessage):
         return None
     if message.stop_reason in ("aborted", "error"):
+        return None
+    if calculate_context_tokens(message.usage) <= 0:
         return None
     return message.usage
 
@@ -167,6 +184,29 @@ def estimate_context_tokens(
             return ContextEstimate(usage_tokens + trailing, usage_tokens, trailing, index)
     trailing = sum(estimator.estimate(m) for m in messages)
     return ContextEstimate(trailing, 0, trailing, None)
+
+
+def estimate_projected_context_tokens(
+    messages: Sequence[AnyMessage],
+    positions: Sequence[int],
+    latest_invalidating: int,
+    estimator: Estimator,
+) -> ContextEstimate:
+    """pi 1.6's ``estimateProjectedContextTokens`` of a projected context.
+
+    ``positions[i]`` is the path position of the entry ``messages[i]`` came from and
+    ``latest_invalidating`` the position of the latest ``context_edit`` or compaction on
+    the path (-1 if none). Usage measured before that describes a context that no
+    longer exists: then the size is the estimate of every message, the system
+    messages counted once as their replay."""
+    estimate = estimate_context_tokens(messages, estimator)
+    usage_index = estimate.last_usage_index
+    if usage_index is not None and positions[usage_index] > latest_invalidating:
+        return estimate
+    system = current_system_message(messages)
+    tokens = estimator.estimate(system) if system is not None else 0
+    tokens += sum(estimator.estimate(m) for m in messages if not isinstance(m, SystemMessage))
+    return ContextEstimate(tokens, 0, tokens, None)
 
 
 def effective_reserve_tokens(context_window: int, settings: CompactionSettings) -> int:

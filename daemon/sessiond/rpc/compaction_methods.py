@@ -156,8 +156,7 @@ def register(daemon: Daemon) -> None:
             now_ms=int(time.time() * 1000),
         )
         if check.pruned is not None and not check.pruned.empty:
-            daemon.note_pruned(actor, check.pruned.tokens_saved)
-            daemon.changed(actor, "rewrite")
+            daemon.changed(actor, "append", check.pruned.edit_ids)
         if check.outcome is not None:
             daemon.changed(actor, "compaction")
         outcome = check.outcome

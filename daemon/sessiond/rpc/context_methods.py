@@ -32,12 +32,12 @@ def register(daemon: Daemon) -> None:
             # the entry of each message, in the form asked for
             entry_ids=context.entry_ids
             if params.format == "agent"
-            else [entry_id for _, entry_id, _ in converted],
+            else [entry_id for _, entry_id, _, _ in converted],
             usage=daemon.usage(actor, daemon.settings(ctx, actor), params.context_window)
             if at_leaf
             else None,
             warnings=orphaned_tool_messages(
-                [m for m, _, _ in converted], [entry_id for _, entry_id, _ in converted]
+                [m for m, _, _, _ in converted], [entry_id for _, entry_id, _, _ in converted]
             ),
         )
 

@@ -14,7 +14,6 @@ import json
 import logging
 import os
 import time
-import weakref
 from typing import Any, Literal, get_args
 
 from sessiond._version import __version__
@@ -106,10 +105,6 @@ class Daemon:
         for warning in self.settings_warnings:
             _log.warning("settings: %s", warning)
         self.clients = Clients()
-        # Per session: (the last measured usage's entry id, tokens pruned since it).
-        self._pruned: weakref.WeakKeyDictionary[SessionActor, tuple[str, int]] = (
-            weakref.WeakKeyDictionary()
-        )
         self.sessions = SessionRegistry(
             settings=lambda: self.base_settings,
             publish=self.clients.publish,
@@ -227,31 +222,16 @@ class Daemon:
             )
         return settings
 
-    def note_pruned(self, actor: SessionActor, saved: int) -> None:
-        """Pruning saved ``saved`` tokens of output that the last measured usage counted."""
-        record = actor.store.leaf_view.last_usage_record
-        if record is None or saved <= 0:
-            return
-        noted = self._pruned.get(actor)
-        before = noted[1] if noted is not None and noted[0] == record.id else 0
-        self._pruned[actor] = (record.id, before + saved)
-
-    def _pruned_since_usage(self, actor: SessionActor) -> int:
-        noted = self._pruned.get(actor)
-        record = actor.store.leaf_view.last_usage_record
-        return noted[1] if noted is not None and record is not None and noted[0] == record.id else 0
-
     def usage(self, actor: SessionActor, settings: Settings, window: int | None) -> Usage:
-        """How full the context is. Output pruned since the last measured usage is taken
-        off it (pi subtracts what pruning saved), until the next answer measures anew."""
+        """How full the context is: pi 1.6's projected estimate (the last measured usage
+        plus the estimates after it, unless a compaction or a context edit, pruning's
+        included, came after that measurement)."""
         if window is not None and window <= 0:
             raise InvalidParamsError("contextWindow must be a positive number of tokens")
         context_window = window or settings.context.default_context_window
         estimator = actor.estimator(settings)
-        estimate = actor.store.leaf_view.estimate_context(estimator, fresh=True)
-        pruned = self._pruned_since_usage(actor) if estimate.usage_tokens > 0 else 0
-        usage_tokens = max(0, estimate.usage_tokens - pruned)
-        tokens = usage_tokens + estimate.trailing_tokens if pruned else estimate.tokens
+        estimate = actor.store.leaf_view.estimate_context(estimator)
+        tokens = estimate.tokens
         threshold = resolve_threshold_tokens(context_window, settings.compaction)
         return Usage(
             tokens=tokens,
@@ -259,7 +239,7 @@ class Daemon:
             threshold=threshold,
             should_compact=should_compact(tokens, context_window, settings.compaction),
             percent=round(100 * tokens / context_window, 2),
-            usage_tokens=usage_tokens,
+            usage_tokens=estimate.usage_tokens,
             trailing_tokens=estimate.trailing_tokens,
             estimator=estimator.name,
         )

@@ -24,7 +24,7 @@ from typing import Annotated, Any, TypeAlias
 import msgspec
 
 from sessiond.core.convert import LlmMessage
-from sessiond.core.entries import KnownEntry
+from sessiond.core.entries import ContextReplacement, KnownEntry
 from sessiond.core.messages import (
     AgentMessage,
     AssistantContentBlock,
@@ -35,7 +35,9 @@ from sessiond.core.messages import (
     FileMentionMessage,
     HookMessage,
     PythonExecutionMessage,
+    SystemMessage,
     ToolResultMessage,
+    Usage,
     UserContentBlock,
     UserMessage,
 )
@@ -53,6 +55,7 @@ class AssistantMessageInput(AssistantMessage, tag="assistant", kw_only=True):
 
 MessageInput: TypeAlias = (
     UserMessage
+    | SystemMessage
     | DeveloperMessage
     | AssistantMessageInput
     | ToolResultMessage
@@ -96,6 +99,9 @@ class CompactionEntryInput(
     from_extension: bool | None = None
     short_summary: str | None = None
     preserve_data: dict[str, Any] | None = None
+    usage: Usage | None = None
+    # Its timestamp may be left out: sessiond stamps the entry's time.
+    system_message: SystemMessage | None = None
 
 
 class BranchSummaryEntryInput(
@@ -106,6 +112,7 @@ class BranchSummaryEntryInput(
     details: Any = None
     from_hook: bool | None = None
     from_extension: bool | None = None
+    usage: Usage | None = None
 
 
 class CustomEntryInput(
@@ -119,7 +126,7 @@ class CustomMessageEntryInput(
     msgspec.Struct, tag_field="type", tag="custom_message", kw_only=True, **_STRUCT_OPTIONS
 ):
     custom_type: str
-    content: str | list[UserContentBlock]
+    content: str | list[UserContentBlock] | None = None
     display: bool
     details: Any = None
     attribution: str | None = None
@@ -138,6 +145,31 @@ class SessionInfoEntryInput(
     msgspec.Struct, tag_field="type", tag="session_info", kw_only=True, **_STRUCT_OPTIONS
 ):
     name: str | None = None
+
+
+class ContextEditEntryInput(
+    msgspec.Struct, tag_field="type", tag="context_edit", kw_only=True, **_STRUCT_OPTIONS
+):
+    """pi 1.6: edit what the model sees of an earlier entry on the current branch (a
+    user, assistant or tool-result message, or a custom message). ``replacement: null``
+    omits it from the context; ``{content}`` replaces its content (a string becomes one
+    text block for an answer or a tool result). The latest edit of a target wins."""
+
+    target_id: str
+    replacement: ContextReplacement | None
+
+
+class UsageEntryInput(
+    msgspec.Struct, tag_field="type", tag="usage", kw_only=True, **_STRUCT_OPTIONS
+):
+    """pi 1.6: model usage that is not an answer (``kind`` e.g. ``cache_warm``); it adds
+    nothing to the context."""
+
+    kind: str
+    provider: str
+    model: str
+    usage: Usage
+    note: str | None = None
 
 
 class ServiceTierChangeEntryInput(
@@ -184,6 +216,8 @@ EntryInput: TypeAlias = (
     | CustomMessageEntryInput
     | LabelEntryInput
     | SessionInfoEntryInput
+    | ContextEditEntryInput
+    | UsageEntryInput
     | ServiceTierChangeEntryInput
     | TtsrInjectionEntryInput
     | McpToolSelectionEntryInput

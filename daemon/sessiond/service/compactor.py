@@ -77,7 +77,7 @@ def prepare(
     """The preparation for the current leaf (a dry run: no model, no write)."""
     path = StorePath(store, store.path_records(), estimator)
     tokens_before = store.leaf_view.estimate_context(estimator).tokens
-    return prepare_compaction(path, settings, tokens_before=tokens_before)
+    return prepare_compaction(path, settings, tokens_before=tokens_before, estimator=estimator)
 
 
 def raise_not_compactable(result: NotCompactable) -> None:
@@ -165,7 +165,7 @@ class Compactor:
             )
         entry = self._commit(result, prepared_leaf, from_extension)
         await self.hooks.compacted(entry, from_extension)
-        tokens_after = self.store.leaf_view.estimate_context(self.estimator, fresh=True).tokens
+        tokens_after = self.store.leaf_view.estimate_context(self.estimator).tokens
         return CompactionOutcome(
             entry=entry,
             result=result,
@@ -184,7 +184,7 @@ class Compactor:
         supplied_summary: str | None,
     ) -> CompactionResult:
         reserve = self.settings.reserve_tokens
-        # pi 0.73.1 asks the summarizer to reason at the session's thinking level.
+        # pi (0.73.1 and 1.6) asks the summarizer to reason at the session's thinking level.
         reasoning = reasoning_for(self.store.leaf_view.thinking_level)
         if supplied_summary is not None:
             summary = supplied_summary
@@ -214,7 +214,7 @@ class Compactor:
                     summarize_fitted(
                         summaries,
                         preparation.turn_prefix_messages,
-                        turn_prefix_prompt,
+                        lambda conversation: turn_prefix_prompt(conversation, custom_instructions),
                         max_tokens=turn_prefix_max_tokens(reserve),
                         purpose="turnPrefix",
                         reasoning=reasoning,
@@ -290,6 +290,13 @@ class Compactor:
             body["shortSummary"] = result.short_summary
         if result.preserve_data:
             body["preserveData"] = result.preserve_data
+        system = self.store.leaf_view.current_system_message()
+        if system is not None:
+            # pi 1.6's checkpoint: the compacted context starts with the replayed system
+            # prompt and tools. Its timestamp is left for the store: the entry's time.
+            body["systemMessage"] = msgspec.to_builtins(
+                msgspec.structs.replace(system, timestamp=None)
+            )
         entry = self.store.append(body)
         assert isinstance(entry, CompactionEntry)
         return entry

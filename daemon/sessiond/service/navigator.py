@@ -104,7 +104,7 @@ def editor_text_for(entry: Entry) -> str | None:
     if isinstance(entry, MessageEntry) and isinstance(entry.message, UserMessage):
         return text_of_blocks(entry.message.content)
     if isinstance(entry, CustomMessageEntry):
-        return text_of_blocks(entry.content)
+        return text_of_blocks(entry.content or [])
     return None
 
 

@@ -1,6 +1,6 @@
 """A compaction run with its start and end events (pi's compaction_start/end).
 
-Every run reports both events, manual ones included (pi 0.73.1's RPC does).
+Every run reports both events, manual ones included (pi's RPC does, 0.73.1 and 1.6).
 Automatic runs never raise: what went wrong is in the end event's
 ``errorMessage`` with pi's prefixes. Manual runs raise after reporting.
 """

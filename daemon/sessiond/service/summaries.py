@@ -43,7 +43,7 @@ CompleteFn = Callable[[CompletionRequest, ProgressCallback | None], Awaitable[Co
 
 def reasoning_for(thinking_level: str) -> ReasoningLevel | None:
     """The reasoning a compaction summary asks for at the session's thinking level, as
-    pi 0.73.1 passes it: none when thinking is off, else the same level. A level pi
+    pi (0.73.1 and 1.6) passes it: none when thinking is off, else the same level. A level pi
     does not know (a newer one) counts as "high"."""
     if thinking_level == "off":
         return None

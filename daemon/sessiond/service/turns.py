@@ -159,8 +159,12 @@ async def end_of_turn(
 
     if not enabled or stale:
         return TurnCheck()
-    if last.stop_reason == "error":
-        # No usage on an error: measure the context from the last good answer (pi).
+    if store.leaf_view.has_edits:
+        # pi 1.6: with context edits in the context, its projected estimate.
+        tokens = store.leaf_view.estimate_context(estimator).tokens
+    elif last.stop_reason == "error" or calculate_context_tokens(last.usage) == 0:
+        # No usage on an error (or an all-zero one): measure the context from the last
+        # good answer (pi).
         estimate = store.leaf_view.estimate_context(estimator)
         usage_record = store.leaf_view.last_usage_record
         if usage_record is None:
@@ -175,8 +179,11 @@ async def end_of_turn(
 
     pruned: PrunePlan | None = None
     if config.prune_tool_outputs and last.stop_reason != "error":
-        pruned = prune_tool_outputs(store, estimator, now_ms)
-        tokens = max(0, tokens - pruned.tokens_saved)
+        pruned = prune_tool_outputs(store, estimator)
+        if not pruned.empty:
+            # The edits make the answer's measurement stale: the size is now pi 1.6's
+            # estimate of the edited context.
+            tokens = store.leaf_view.estimate_context(estimator).tokens
     if not should_compact(tokens, context_window, config):
         return TurnCheck(pruned=pruned, context_tokens=tokens)
     run = await _auto_compact(compact, "threshold", False)

@@ -1,4 +1,4 @@
-"""Ids as pi 0.73.1 makes them: UUIDv7 sessions, 8-hex-digit entries."""
+"""Ids as pi makes them (0.73.1 and 1.6): UUIDv7 sessions, 8-hex-digit entries."""
 
 from __future__ import annotations
 

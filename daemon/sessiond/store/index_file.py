@@ -50,7 +50,8 @@ from .recovery import RecoveryReport
 from .safe_files import make_private_directories, open_regular
 from .scan import ScanResult
 
-FORMAT: Final = 1
+# 2: estimates follow pi 1.6 (images in user messages, system messages, zero usage).
+FORMAT: Final = 2
 _MAGIC: Final = b"sessiond-index\n"
 _WINDOW: Final = 4096
 _WINDOWS: Final = 16

@@ -76,7 +76,7 @@ def summarize_session(path: Path) -> SessionSummary:
         name: str | None = None
         for record in result.records:
             if record.type == "session_info":
-                # pi 0.73.1: the last session_info in the file names the session.
+                # pi (0.73.1 and 1.6): the last session_info in the file names the session.
                 try:
                     info = decode_entry(os.pread(fd, record.length, record.offset))
                 except (msgspec.DecodeError, NotAnEntry):

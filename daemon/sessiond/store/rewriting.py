@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from sessiond.core.decode import decode_entry
+from sessiond.core.entries import CompactionEntry
 from sessiond.errors import InvalidEntryError
 
 from .fileio import AppendFile, atomic_write
@@ -39,13 +40,24 @@ def fork(
     """pi's ``createBranchedSession``: the root-to-``leaf_id`` path as a new session.
 
     Label entries are left out of the copied path and re-created, chained
-    at the end, for every label whose target is on the path. Unlike pi,
-    an entry whose parent was a dropped label is re-parented to the
-    nearest kept ancestor, so the copied path stays one connected chain.
+    at the end, for every label whose target is on the path. As in pi 1.6
+    (pi 0.73.1 left them dangling), an entry whose parent was a dropped label
+    is re-parented to the nearest kept ancestor, so the copied path stays one
+    connected chain, and a compaction that kept from a dropped label keeps
+    from the entry after it.
     The new file is written at once when the path has an assistant message.
     """
     records = store._path_records(store.record(leaf_id))
     kept = [record for record in records if record.type != "label"]
+    # A compaction that kept from a dropped label keeps from the entry after it (pi 1.6).
+    after_label: dict[str, str] = {}
+    pending: list[str] = []
+    for record in records:
+        if record.type == "label":
+            pending.append(record.id)
+            continue
+        after_label.update((label_id, record.id) for label_id in pending)
+        pending.clear()
     on_path = {record.id for record in kept}
     labels = [(target, label) for target, label in store._labels.items() if target in on_path]
     new = type(store).create(
@@ -61,9 +73,12 @@ def fork(
         copied: list[tuple[EntryRecord, Entry, bytes]] = []
         for record in kept:
             line = store.raw_line(record)
-            if record.parent_id != previous:
+            kept_from = _first_kept(store, record)
+            if record.parent_id != previous or kept_from in after_label:
                 data = msgspec.json.decode(line)
                 data["parentId"] = previous
+                if kept_from in after_label:
+                    data["firstKeptEntryId"] = after_label[kept_from]
                 line = msgspec.json.encode(data)
             entry = decode_entry(line)
             copy = new_record(
@@ -80,6 +95,13 @@ def fork(
     return new
 
 
+def _first_kept(store: SessionStore, record: EntryRecord) -> str | None:
+    if record.type != "compaction":
+        return None
+    entry = store.entry_of(record)
+    return entry.first_kept_entry_id if isinstance(entry, CompactionEntry) else None
+
+
 def adopt(store: SessionStore, copied: list[tuple[EntryRecord, Entry, bytes]]) -> None:
     """Take entries that already have ids (a fork's copied path)."""
     if not copied:
@@ -93,8 +115,9 @@ def adopt(store: SessionStore, copied: list[tuple[EntryRecord, Entry, bytes]]) -
 def rewrite_entries(store: SessionStore, replacements: Mapping[str, Mapping[str, Any]]) -> None:
     """Replace whole entries (by id) through an atomic rewrite of the file.
 
-    Every other line, damaged ones included, is copied byte for byte. Used
-    by pruning, which edits tool results in place as pi does.
+    Every other line, damaged ones included, is copied byte for byte. The
+    daemon no longer changes entries in place (pruning appends pi 1.6
+    context edits); this stays for tools that must, and is tested as such.
     """
     store._check_writable()
     encoded: dict[str, bytes] = {}

@@ -57,6 +57,7 @@ from sessiond.paths import check_session_id, default_session_dir, iso_now, sessi
 from sessiond.settings import StorageSettings
 
 from . import following, rewriting
+from .edits import edit_replacement, editable_role
 from .fileio import AppendFile, atomic_write, path_error
 from .follow import FileFollower
 from .following import Followed, ledger_of
@@ -569,12 +570,19 @@ class SessionStore:
         timestamp = iso_now(self._clock())
         now_ms = iso_to_ms(timestamp)
         parent_id = self.leaf_id
-        taken: set[str] = set()
+        # The batch's entries so far, with the role an edit of them would change.
+        taken: dict[str, str | None] = {}
+        # The ids on the leaf's path, gathered once, and only for a batch with an edit.
+        on_path: set[str] = set()
+        if any(isinstance(b, Mapping) and b.get("type") == "context_edit" for b in bodies):
+            on_path = {record.id for record in self._view.path}
         prepared: list[tuple[EntryRecord, Entry, bytes]] = []
         for index, body in enumerate(bodies):
-            record, entry, line = self._prepare(body, index, parent_id, taken, timestamp, now_ms)
+            record, entry, line = self._prepare(
+                body, index, parent_id, taken, timestamp, now_ms, on_path
+            )
             prepared.append((record, entry, line))
-            taken.add(record.id)
+            taken[record.id] = editable_role(record)
             parent_id = record.id
         if not prepared:
             return []
@@ -608,14 +616,18 @@ class SessionStore:
         *,
         from_extension: bool = False,
     ) -> Entry:
-        """pi's ``branchWithSummary``: move to ``from_id`` and attach a branch summary there."""
+        """pi's ``branchWithSummary``: move to ``from_id`` and attach a branch summary there.
+
+        Its ``fromId`` is the leaf the summary comes from (pi 1.6; 0.73.1 wrote the new
+        position), or ``"root"`` when there was none."""
+        old_leaf = self.leaf_id
         if from_id is None:
             self.reset_leaf()
         else:
             self.branch(from_id)
         body: dict[str, Any] = {
             "type": "branch_summary",
-            "fromId": from_id if from_id is not None else "root",
+            "fromId": old_leaf if old_leaf is not None else "root",
             "summary": summary,
         }
         if details is not None:
@@ -631,9 +643,10 @@ class SessionStore:
         body: Mapping[str, Any],
         index: int,
         parent_id: str | None,
-        taken: set[str],
+        taken: dict[str, str | None],
         timestamp: str,
         now_ms: int | None,
+        on_path: set[str],
     ) -> tuple[EntryRecord, Entry, bytes]:
         where = f"entries[{index}]"
         if not isinstance(body, Mapping):
@@ -660,6 +673,15 @@ class SessionStore:
                 fields.pop("label", None)
         elif entry_type == "session_info" and isinstance(fields.get("name"), str):
             fields["name"] = fields["name"].strip()
+        elif entry_type == "context_edit":
+            fields["replacement"] = edit_replacement(
+                fields, where, index, self._by_id, on_path, taken
+            )
+        elif entry_type == "compaction":
+            system = fields.get("systemMessage")
+            if isinstance(system, Mapping) and system.get("timestamp") is None:
+                # The checkpoint carries the compaction's own time, as pi 1.6 writes it.
+                fields["systemMessage"] = {**system, "timestamp": now_ms}
         entry_id = new_entry_id(lambda candidate: candidate in self._by_id or candidate in taken)
         data = {
             "type": entry_type,
@@ -921,7 +943,7 @@ class SessionStore:
                 self._labels.pop(entry.target_id, None)
                 self._label_times.pop(entry.target_id, None)
         elif isinstance(entry, SessionInfoEntry):
-            # pi 0.73.1: the last session_info in the file names the session; an
+            # pi (0.73.1 and 1.6): the last session_info in the file names the session; an
             # empty name clears it.
             self._name = (entry.name or "").strip() or None
 

@@ -9,7 +9,7 @@ it prints ``reaped PID STATUS``.
 
 The child opens ``WORKDIR/main.jsonl`` (repairing what the last kill left) and then, for
 ever, picks one of: append a turn with a large tool output (under a random fsync policy),
-prune old tool outputs (archive to ``.pruned``, then an atomic rewrite), compact with the
+prune old tool outputs (appended context edits), compact with the
 offline summarizer, or write a v1 session file and migrate it by opening it. After each
 operation returns it appends a JSON line to ``WORKDIR/acks.log`` saying what was
 acknowledged; that file is what the test holds the session to.
@@ -177,8 +177,8 @@ def run(seed: int, workdir: Path) -> None:
             written = store.append_entries(_turn(rng, marker, size))
             ack("append", {"ids": [e.id for e in written], "marker": marker, "size": size})
         elif op == "prune":
-            plan = prune_tool_outputs(store, chars, int(time.time() * 1000))
-            ack("prune", [c.entry_id for c in plan.candidates])
+            plan = prune_tool_outputs(store, chars)
+            ack("prune", {"targets": [c.entry_id for c in plan.candidates], "edits": plan.edit_ids})
         elif op == "compact":
             compactor = Compactor(store, settings.compaction, chars)
             if isinstance(compactor.prepare(), NotCompactable):

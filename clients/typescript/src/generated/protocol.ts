@@ -9,7 +9,7 @@ export interface AbortResult {
 }
 
 /** A message as pi's agent holds it, tagged by `role`: what `message` entries store and what `context/build` returns in the `agent` format (the summary roles are built from compaction and branch_summary entries). */
-export type AgentMessage = UserMessage | DeveloperMessage | AssistantMessage | ToolResultMessage | BashExecutionMessage | PythonExecutionMessage | CustomMessage | HookMessage | BranchSummaryMessage | CompactionSummaryMessage | FileMentionMessage;
+export type AgentMessage = UserMessage | SystemMessage | DeveloperMessage | AssistantMessage | ToolResultMessage | BashExecutionMessage | PythonExecutionMessage | CustomMessage | HookMessage | BranchSummaryMessage | CompactionSummaryMessage | FileMentionMessage;
 
 export interface AppendParams {
   sessionId: string;
@@ -53,6 +53,8 @@ export interface AssistantMessage {
   duration?: number | null;
   /** @default null */
   ttft?: number | null;
+  /** @default null */
+  thinkingLevel?: string | null;
 }
 
 /** An assistant message to append: as stored, but api is required (pi always writes it). */
@@ -76,6 +78,8 @@ export interface AssistantMessageInput {
   duration?: number | null;
   /** @default null */
   ttft?: number | null;
+  /** @default null */
+  thinkingLevel?: string | null;
 }
 
 /**
@@ -167,6 +171,8 @@ export interface BranchSummaryEntry {
   fromHook?: boolean | null;
   /** @default null */
   fromExtension?: boolean | null;
+  /** @default null */
+  usage?: TokenUsage | null;
 }
 
 export interface BranchSummaryEntryInput {
@@ -179,6 +185,8 @@ export interface BranchSummaryEntryInput {
   fromHook?: boolean | null;
   /** @default null */
   fromExtension?: boolean | null;
+  /** @default null */
+  usage?: TokenUsage | null;
 }
 
 export interface BranchSummaryMessage {
@@ -294,6 +302,10 @@ export interface CompactionEntry {
   shortSummary?: string | null;
   /** @default null */
   preserveData?: Record<string, unknown> | null;
+  /** @default null */
+  usage?: TokenUsage | null;
+  /** @default null */
+  systemMessage?: SystemMessage | null;
 }
 
 export interface CompactionEntryInput {
@@ -311,6 +323,10 @@ export interface CompactionEntryInput {
   shortSummary?: string | null;
   /** @default null */
   preserveData?: Record<string, unknown> | null;
+  /** @default null */
+  usage?: TokenUsage | null;
+  /** @default null */
+  systemMessage?: SystemMessage | null;
 }
 
 export interface CompactionPreparationWire {
@@ -369,6 +385,37 @@ export interface CompactionSummaryMessage {
   providerPayload?: unknown;
 }
 
+/**
+ * pi 1.6: a branch-local edit of an earlier entry's model-visible content.
+ *
+ * ``replacement`` null omits the target from the context; otherwise its content
+ * is replaced (role and metadata stay). The latest edit of a target on the path wins.
+ */
+export interface ContextEditEntry {
+  type: "context_edit";
+  id: string;
+  parentId: string | null;
+  timestamp: string;
+  targetId: string;
+  replacement: ContextReplacement | null;
+}
+
+/**
+ * pi 1.6: edit what the model sees of an earlier entry on the current branch (a
+ * user, assistant or tool-result message, or a custom message). ``replacement: null``
+ * omits it from the context; ``{content}`` replaces its content (a string becomes one
+ * text block for an answer or a tool result). The latest edit of a target wins.
+ */
+export interface ContextEditEntryInput {
+  type: "context_edit";
+  targetId: string;
+  replacement: ContextReplacement | null;
+}
+
+export interface ContextReplacement {
+  content: string | ((TextContent | ThinkingContent | ToolCall | RedactedThinkingContent | ImageContent)[]);
+}
+
 export interface ContextUsageParams {
   sessionId: string;
   /** @default null */
@@ -424,7 +471,8 @@ export interface CustomMessageEntry {
   parentId: string | null;
   timestamp: string;
   customType: string;
-  content: string | UserContentBlock[];
+  /** @default null */
+  content?: string | UserContentBlock[] | null;
   display: boolean;
   /** @default null */
   details?: unknown;
@@ -435,7 +483,8 @@ export interface CustomMessageEntry {
 export interface CustomMessageEntryInput {
   type: "custom_message";
   customType: string;
-  content: string | UserContentBlock[];
+  /** @default null */
+  content?: string | UserContentBlock[] | null;
   display: boolean;
   /** @default null */
   details?: unknown;
@@ -479,10 +528,10 @@ export interface EntriesResult {
 }
 
 /** A stored entry (a line of the session file after the header), tagged by `type`. Reads return it as stored: unknown fields are kept, and an entry of a type not listed here (from a newer pi, or another tool) is passed through as it is. */
-export type Entry = MessageEntry | ThinkingLevelChangeEntry | ModelChangeEntry | CompactionEntry | BranchSummaryEntry | CustomEntry | CustomMessageEntry | LabelEntry | SessionInfoEntry | ServiceTierChangeEntry | TtsrInjectionEntry | McpToolSelectionEntry | SessionInitEntry | ModeChangeEntry;
+export type Entry = MessageEntry | ThinkingLevelChangeEntry | ModelChangeEntry | CompactionEntry | BranchSummaryEntry | CustomEntry | CustomMessageEntry | LabelEntry | SessionInfoEntry | ContextEditEntry | UsageEntry | ServiceTierChangeEntry | TtsrInjectionEntry | McpToolSelectionEntry | SessionInitEntry | ModeChangeEntry;
 
 /** An entry to append (`session/append`): a stored entry without `id`, `parentId` and `timestamp`, which sessiond assigns (an entry that has one is refused). */
-export type EntryInput = MessageEntryInput | ThinkingLevelChangeEntryInput | ModelChangeEntryInput | CompactionEntryInput | BranchSummaryEntryInput | CustomEntryInput | CustomMessageEntryInput | LabelEntryInput | SessionInfoEntryInput | ServiceTierChangeEntryInput | TtsrInjectionEntryInput | McpToolSelectionEntryInput | SessionInitEntryInput | ModeChangeEntryInput;
+export type EntryInput = MessageEntryInput | ThinkingLevelChangeEntryInput | ModelChangeEntryInput | CompactionEntryInput | BranchSummaryEntryInput | CustomEntryInput | CustomMessageEntryInput | LabelEntryInput | SessionInfoEntryInput | ContextEditEntryInput | UsageEntryInput | ServiceTierChangeEntryInput | TtsrInjectionEntryInput | McpToolSelectionEntryInput | SessionInitEntryInput | ModeChangeEntryInput;
 
 export interface EntryParams {
   sessionId: string;
@@ -613,7 +662,7 @@ export interface LlmCompleteResult {
 }
 
 /** A message as a provider receives it: the roles `context/build` returns in the `llm` format (the field is typed as AgentMessage, of which these are a part). */
-export type LlmMessage = UserMessage | DeveloperMessage | AssistantMessage | ToolResultMessage;
+export type LlmMessage = UserMessage | SystemMessage | DeveloperMessage | AssistantMessage | ToolResultMessage;
 
 export interface LogMessageParams {
   type: number;
@@ -661,7 +710,7 @@ export interface MessageEntryInput {
 }
 
 /** A message to append in a `message` entry: any role but the summaries; `timestamp` may be left out (sessiond stamps it). */
-export type MessageInput = UserMessage | DeveloperMessage | AssistantMessageInput | ToolResultMessage | BashExecutionMessage | PythonExecutionMessage | CustomMessage | HookMessage | FileMentionMessage;
+export type MessageInput = UserMessage | SystemMessage | DeveloperMessage | AssistantMessageInput | ToolResultMessage | BashExecutionMessage | PythonExecutionMessage | CustomMessage | HookMessage | FileMentionMessage;
 
 export interface ModeChangeEntry {
   type: "mode_change";
@@ -1013,6 +1062,24 @@ export interface SuppliedCompactionWire {
   preserveData?: Record<string, unknown> | null;
 }
 
+/**
+ * pi 1.6's prompt state in the transcript: the leading one is the system prompt,
+ * later ones add ``content``, replace ``sections`` by name (``null`` removes one) and
+ * add or remove tools. Replaying them in order gives the current prompt and tools.
+ */
+export interface SystemMessage {
+  role: "system";
+  content: string | TextContent[];
+  /** @default null */
+  sections?: (Record<string, string | null>) | null;
+  /** @default null */
+  toolsAdded?: { name: string; description?: string; parameters?: Record<string, unknown> }[] | null;
+  /** @default null */
+  toolsRemoved?: { name: string }[] | null;
+  /** @default null */
+  timestamp?: number | null;
+}
+
 export interface TextContent {
   type: "text";
   text: string;
@@ -1091,6 +1158,8 @@ export interface ToolResultMessage {
   attribution?: string | null;
   /** @default null */
   prunedAt?: number | null;
+  /** @default null */
+  nestedCalls?: { calls?: { id?: string; name: string; arguments?: Record<string, unknown> }[] } | null;
 }
 
 /**
@@ -1209,6 +1278,34 @@ export interface Usage {
   usageTokens: number;
   trailingTokens: number;
   estimator: string;
+}
+
+/** pi 1.6: model usage that is not an answer (cache warming, ...); no context. */
+export interface UsageEntry {
+  type: "usage";
+  id: string;
+  parentId: string | null;
+  timestamp: string;
+  kind: string;
+  provider: string;
+  model: string;
+  usage: TokenUsage;
+  /** @default null */
+  note?: string | null;
+}
+
+/**
+ * pi 1.6: model usage that is not an answer (``kind`` e.g. ``cache_warm``); it adds
+ * nothing to the context.
+ */
+export interface UsageEntryInput {
+  type: "usage";
+  kind: string;
+  provider: string;
+  model: string;
+  usage: TokenUsage;
+  /** @default null */
+  note?: string | null;
 }
 
 /** A content block of a user-side message (user, developer, tool result, custom): text or an image, tagged by `type`. */
