@@ -13,7 +13,8 @@ Against real ``sessiond serve`` processes and the CLI:
 - Pruning appends context edits to the session and opens nothing beside it: a symlink or
   a file others can write planted at ``<session>.pruned`` (the archive older sessiond
   wrote) is left alone and the session only grows. A ``.lock`` that others can only read
-  is made 0600.
+  is made 0600. oh-my-pi's files are pruned in place, their outputs archived in
+  ``.pruned`` first: a link planted there refuses the pruning, its target untouched.
 - A FIFO as the session path: ``session/open``, ``session/new``, the read-only CLI commands
   answer at once, ``session/list`` skips it (and symlinks), another client is served
   meanwhile, and SIGTERM still stops the daemon.
@@ -39,6 +40,7 @@ from typing import Any
 
 import pytest
 
+from sessiond.core.title_slot import serialize_title_slot
 from sessiond.store.session import SessionStore
 from tests.proof.support import (
     FAST,
@@ -233,6 +235,48 @@ def test_pruning_never_opens_a_file_beside_the_session(tmp_path: Path, planted: 
         assert not target.exists(), "a file was created at a dangling link's target"
     else:
         assert fingerprint(target) == before, "pruned output reached the link's target"
+
+
+@pytest.mark.parametrize("planted", ["symlink", "dangling symlink"])
+def test_a_link_at_the_archive_of_an_oh_my_pi_session_stops_its_pruning(
+    tmp_path: Path, planted: str
+) -> None:
+    """oh-my-pi's files are pruned in place, their outputs first copied to ``.pruned``: a
+    link planted there refuses the pruning, its target untouched; without it the same
+    turn prunes into a new private archive and the title line stays."""
+    session = prunable_session(tmp_path / "s" / "s.jsonl")
+    slot = serialize_title_slot("Pruned", "user", "2026-09-27T09:00:00.000Z")
+    session.write_bytes(slot + session.read_bytes())
+    original = session.read_bytes()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    target = outside / "precious.txt"
+    before = None
+    if planted == "symlink":
+        target.write_bytes(b"the user's own file\n")
+        before = fingerprint(target)
+    archive = session.with_name(session.name + ".pruned")
+    archive.symlink_to(target)
+    daemon, peer = stdio_daemon(tmp_path / "d", FAST)
+    try:
+        peer.initialize()
+        sid = peer.call("session/open", {"path": str(session)})["sessionId"]
+        turn = {"sessionId": sid, "contextWindow": 100_000}
+        error = refused(peer, "agent/turnEnded", turn, "symlink")
+        assert error.data["path"] == str(archive)
+        assert session.read_bytes() == original, "outputs were pruned without their archive"
+        archive.unlink()
+        assert peer.call("agent/turnEnded", turn)["prunedEntries"] == 3
+        assert not archive.is_symlink() and mode(archive) == 0o600
+    finally:
+        daemon.stop()
+    pruned = session.read_bytes()
+    assert pruned.startswith(slot) and pruned.count(b'"prunedAt"') == 3
+    assert b'"context_edit"' not in pruned
+    if before is None:
+        assert not target.exists(), "a file was created at a dangling link's target"
+    else:
+        assert fingerprint(target) == before, "pruned output was appended to the link's target"
 
 
 def test_a_lock_others_can_read_is_made_private_and_a_planted_archive_is_left_alone(
