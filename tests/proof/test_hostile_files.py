@@ -205,7 +205,7 @@ def test_a_fifo_or_device_at_the_lock_is_a_specific_error_and_costs_no_descripto
 
 def plant_archive_link(
     session: Path, outside: Path, planted: str
-) -> tuple[Path, Path, object | None]:
+) -> tuple[Path, Path, tuple[bytes, int] | None]:
     """A symlink at ``<session>.pruned`` to a user's file outside (or to nowhere): the
     link, its target and the target's fingerprint (None for a dangling link)."""
     outside.mkdir()
@@ -219,7 +219,7 @@ def plant_archive_link(
     return archive, target, before
 
 
-def assert_untouched(target: Path, before: object | None) -> None:
+def assert_untouched(target: Path, before: tuple[bytes, int] | None) -> None:
     if before is None:
         assert not target.exists(), "a file was created at a dangling link's target"
     else:
