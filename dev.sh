@@ -4,8 +4,8 @@
 #   ./dev.sh test   install into .venv (with the test tools), then lint, type-check and test everything
 #   ./dev.sh test-ui  install code-server, chromium, tmux and Playwright, then drive the VS Code
 #                     extension and the Neovim plugin in real editors (tests/ui, see tests/README.md)
-# Only package registries are contacted (PyPI; npm for the TypeScript client's tests, pi and
-# quicktype; Debian for Go, when run as root).
+# Only package registries are contacted (PyPI; npm for the TypeScript client's tests, pi,
+# oh-my-pi and quicktype; Debian for Go, when run as root).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -62,6 +62,14 @@ ensure_go() {
   fi
 }
 
+# oh-my-pi 18.3.4 under Bun for its parity tests (tests/parity/omp18; cached there). Where it
+# cannot be installed (not Linux x64, no registry) those tests skip and say why.
+ensure_omp18() {
+  if ! tests/parity/omp18/install.sh >/dev/null; then
+    echo "dev.sh: oh-my-pi could not be installed; its parity tests will be skipped" >&2
+  fi
+}
+
 case "${1:-}" in
   demo)
     shift
@@ -75,6 +83,7 @@ case "${1:-}" in
     ensure_node_modules tests/parity/pi16  # pi 1.6.0 itself, the reference
     ensure_node_modules protocol/codegen  # quicktype, for the generated-types test
     ensure_go
+    ensure_omp18
     echo "== ruff"
     "$VENV/bin/ruff" check daemon clients/python tests bench examples
     "$VENV/bin/ruff" format --check daemon clients/python tests

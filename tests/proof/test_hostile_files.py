@@ -13,7 +13,8 @@ Against real ``sessiond serve`` processes and the CLI:
 - Pruning appends context edits to the session and opens nothing beside it: a symlink or
   a file others can write planted at ``<session>.pruned`` (the archive older sessiond
   wrote) is left alone and the session only grows. A ``.lock`` that others can only read
-  is made 0600.
+  is made 0600. oh-my-pi's files are pruned in place, their outputs archived in
+  ``.pruned`` first: a link planted there refuses the pruning, its target untouched.
 - A FIFO as the session path: ``session/open``, ``session/new``, the read-only CLI commands
   answer at once, ``session/list`` skips it (and symlinks), another client is served
   meanwhile, and SIGTERM still stops the daemon.
@@ -39,6 +40,7 @@ from typing import Any
 
 import pytest
 
+from sessiond.core.title_slot import serialize_title_slot
 from sessiond.store.session import SessionStore
 from tests.proof.support import (
     FAST,
@@ -201,14 +203,11 @@ def test_a_fifo_or_device_at_the_lock_is_a_specific_error_and_costs_no_descripto
 # -- a link at the pruned-output archive ------------------------------------------------------
 
 
-@pytest.mark.parametrize("planted", ["symlink", "dangling symlink"])
-def test_pruning_never_opens_a_file_beside_the_session(tmp_path: Path, planted: str) -> None:
-    """Pruning appends pi 1.6 context_edit entries to the session itself; a link planted at
-    the old archive's name (``.pruned``) is never followed, and the session is never
-    rewritten: what was in it stays, byte for byte."""
-    session = prunable_session(tmp_path / "s" / "s.jsonl")
-    original = session.read_bytes()
-    outside = tmp_path / "outside"
+def plant_archive_link(
+    session: Path, outside: Path, planted: str
+) -> tuple[Path, Path, tuple[bytes, int] | None]:
+    """A symlink at ``<session>.pruned`` to a user's file outside (or to nowhere): the
+    link, its target and the target's fingerprint (None for a dangling link)."""
     outside.mkdir()
     target = outside / "precious.txt"
     before = None
@@ -217,6 +216,24 @@ def test_pruning_never_opens_a_file_beside_the_session(tmp_path: Path, planted: 
         before = fingerprint(target)
     archive = session.with_name(session.name + ".pruned")
     archive.symlink_to(target)
+    return archive, target, before
+
+
+def assert_untouched(target: Path, before: tuple[bytes, int] | None) -> None:
+    if before is None:
+        assert not target.exists(), "a file was created at a dangling link's target"
+    else:
+        assert fingerprint(target) == before, "pruned output reached the link's target"
+
+
+@pytest.mark.parametrize("planted", ["symlink", "dangling symlink"])
+def test_pruning_never_opens_a_file_beside_the_session(tmp_path: Path, planted: str) -> None:
+    """Pruning appends pi 1.6 context_edit entries to the session itself; a link planted at
+    the old archive's name (``.pruned``) is never followed, and the session is never
+    rewritten: what was in it stays, byte for byte."""
+    session = prunable_session(tmp_path / "s" / "s.jsonl")
+    original = session.read_bytes()
+    archive, target, before = plant_archive_link(session, tmp_path / "outside", planted)
     daemon, peer = stdio_daemon(tmp_path / "d", FAST)
     try:
         peer.initialize()
@@ -229,10 +246,38 @@ def test_pruning_never_opens_a_file_beside_the_session(tmp_path: Path, planted: 
     assert grown.startswith(original), "the session was rewritten"
     assert grown[len(original) :].count(b'"type":"context_edit"') == 3
     assert archive.is_symlink()
-    if before is None:
-        assert not target.exists(), "a file was created at a dangling link's target"
-    else:
-        assert fingerprint(target) == before, "pruned output reached the link's target"
+    assert_untouched(target, before)
+
+
+@pytest.mark.parametrize("planted", ["symlink", "dangling symlink"])
+def test_a_link_at_the_archive_of_an_oh_my_pi_session_stops_its_pruning(
+    tmp_path: Path, planted: str
+) -> None:
+    """oh-my-pi's files are pruned in place, their outputs first copied to ``.pruned``: a
+    link planted there refuses the pruning, its target untouched; without it the same
+    turn prunes into a new private archive and the title line stays."""
+    session = prunable_session(tmp_path / "s" / "s.jsonl")
+    slot = serialize_title_slot("Pruned", "user", "2026-09-27T09:00:00.000Z")
+    session.write_bytes(slot + session.read_bytes())
+    original = session.read_bytes()
+    archive, target, before = plant_archive_link(session, tmp_path / "outside", planted)
+    daemon, peer = stdio_daemon(tmp_path / "d", FAST)
+    try:
+        peer.initialize()
+        sid = peer.call("session/open", {"path": str(session)})["sessionId"]
+        turn = {"sessionId": sid, "contextWindow": 100_000}
+        error = refused(peer, "agent/turnEnded", turn, "symlink")
+        assert error.data["path"] == str(archive)
+        assert session.read_bytes() == original, "outputs were pruned without their archive"
+        archive.unlink()
+        assert peer.call("agent/turnEnded", turn)["prunedEntries"] == 3
+        assert not archive.is_symlink() and mode(archive) == 0o600
+    finally:
+        daemon.stop()
+    pruned = session.read_bytes()
+    assert pruned.startswith(slot) and pruned.count(b'"prunedAt"') == 3
+    assert b'"context_edit"' not in pruned
+    assert_untouched(target, before)
 
 
 def test_a_lock_others_can_read_is_made_private_and_a_planted_archive_is_left_alone(

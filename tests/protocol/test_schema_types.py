@@ -147,6 +147,8 @@ FREE_FORM = {
     "UpdateSettingsParams/settings",
     "UserMessage/providerPayload",
     "DeveloperMessage/providerPayload",
+    "AssistantMessage/retryRecovery",
+    "AssistantMessageInput/retryRecovery",
 }
 
 

@@ -71,3 +71,36 @@ def stored_line(entry_id: str, parent: str | None, text: str) -> bytes:
         "message": {"role": "user", "content": text, "timestamp": 1},
     }
     return msgspec.json.encode(body) + b"\n"
+
+
+def omp_file(
+    path: Any,
+    lines: list[dict[str, Any]] = (),  # type: ignore[assignment]
+    *,
+    title: str = "A session",
+    source: str | None = "user",
+) -> Any:
+    """An oh-my-pi 18 session file: its title line, the header, then ``lines`` as they are."""
+    from sessiond.core.title_slot import serialize_title_slot
+
+    header = {
+        "type": "session",
+        "version": 3,
+        "id": "01900000-0000-7000-8000-000000000001",
+        "timestamp": "2026-09-27T09:00:00.000Z",
+        "cwd": "/work/project",
+    }
+    body = b"".join(msgspec.json.encode(line) + b"\n" for line in [header, *lines])
+    path.write_bytes(serialize_title_slot(title, source, "2026-09-27T09:00:00.000Z") + body)
+    return path
+
+
+def omp_entry(kind: str, entry_id: str, parent: str | None, **fields: Any) -> dict[str, Any]:
+    """A line as oh-my-pi writes it: type, id, parentId, timestamp, then the fields."""
+    return {
+        "type": kind,
+        "id": entry_id,
+        "parentId": parent,
+        "timestamp": "2026-09-27T09:00:01.000Z",
+        **fields,
+    }

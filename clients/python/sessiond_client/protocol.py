@@ -56,6 +56,7 @@ class AssistantMessage(_Wire, kw_only=True, tag_field='role', tag='assistant'):
     duration: int | float | None = None
     ttft: int | float | None = None
     thinking_level: str | None = None
+    retry_recovery: Any = None
 
 
 class AssistantMessageInput(_Wire, kw_only=True, tag_field='role', tag='assistant'):
@@ -73,6 +74,7 @@ class AssistantMessageInput(_Wire, kw_only=True, tag_field='role', tag='assistan
     duration: int | float | None = None
     ttft: int | float | None = None
     thinking_level: str | None = None
+    retry_recovery: Any = None
 
 
 class AutoCompactionReport(_Wire, kw_only=True):
@@ -242,6 +244,10 @@ class CompactionEntry(_Wire, kw_only=True, tag_field='type', tag='compaction'):
     preserve_data: dict[str, Any] | None = None
     usage: TokenUsage | None = None
     system_message: SystemMessage | None = None
+    tokens_after: int | None = None
+    method: str | None = None
+    provider_replay_through_entry_id: str | None = None
+    warning: str | None = None
 
 
 class CompactionEntryInput(_Wire, kw_only=True, tag_field='type', tag='compaction'):
@@ -255,6 +261,10 @@ class CompactionEntryInput(_Wire, kw_only=True, tag_field='type', tag='compactio
     preserve_data: dict[str, Any] | None = None
     usage: TokenUsage | None = None
     system_message: SystemMessage | None = None
+    tokens_after: int | None = None
+    method: str | None = None
+    provider_replay_through_entry_id: str | None = None
+    warning: str | None = None
 
 
 class CompactionPreparationWire(_Wire, kw_only=True):
@@ -301,6 +311,10 @@ class CompactionSummaryMessage(_Wire, kw_only=True, tag_field='role', tag='compa
     timestamp: int | float | None = None
     short_summary: str | None = None
     provider_payload: Any = None
+    tokens_after: int | None = None
+    method: str | None = None
+    warning: str | None = None
+    history_rewrite_at: int | float | None = None
 
 
 class ContextEditEntry(_Wire, kw_only=True, tag_field='type', tag='context_edit'):
@@ -341,6 +355,21 @@ class Cost(_Wire, kw_only=True):
     cache_read: int | float = 0
     cache_write: int | float = 0
     total: int | float = 0
+
+
+class CredentialPinEntry(_Wire, kw_only=True, tag_field='type', tag='credential_pin'):
+    """oh-my-pi: which account (a sha-256 of it) served a provider's requests."""
+    id: str
+    parent_id: str | None
+    timestamp: str
+    provider: str
+    hash: str
+
+
+class CredentialPinEntryInput(_Wire, kw_only=True, tag_field='type', tag='credential_pin'):
+    """oh-my-pi's record of the account that served a provider (its files only)."""
+    provider: str
+    hash: str
 
 
 class CustomEntry(_Wire, kw_only=True, tag_field='type', tag='custom'):
@@ -577,6 +606,7 @@ class ModelChangeEntry(_Wire, kw_only=True, tag_field='type', tag='model_change'
     model_id: str | None = None
     model: str | None = None
     role: str | None = None
+    resolved_model_is_fallback: bool | None = None
 
 
 class ModelChangeEntryInput(_Wire, kw_only=True, tag_field='type', tag='model_change'):
@@ -584,11 +614,39 @@ class ModelChangeEntryInput(_Wire, kw_only=True, tag_field='type', tag='model_ch
     model_id: str | None = None
     model: str | None = None
     role: str | None = None
+    resolved_model_is_fallback: bool | None = None
 
 
 class ModelRef(_Wire, kw_only=True):
     provider: str
     model_id: str
+
+
+class ModelUsageEntry(_Wire, kw_only=True, tag_field='type', tag='model_usage'):
+    """oh-my-pi: a model call outside the conversation (a title, a summary), for accounting."""
+    id: str
+    parent_id: str | None
+    timestamp: str
+    purpose: str
+    api: str
+    provider: str
+    model: str
+    usage: TokenUsage
+    stop_reason: str
+    role: str | None = None
+    error_message: str | None = None
+
+
+class ModelUsageEntryInput(_Wire, kw_only=True, tag_field='type', tag='model_usage'):
+    """oh-my-pi's usage of a model call outside the conversation (its files only)."""
+    purpose: str
+    api: str
+    provider: str
+    model: str
+    usage: TokenUsage
+    stop_reason: str
+    role: str | None = None
+    error_message: str | None = None
 
 
 class NavigateParams(_Wire, kw_only=True):
@@ -642,6 +700,7 @@ class OpenSessionResult(_Wire, kw_only=True):
     entry_count: int
     name: str | None = None
     recovery: RecoveryReport | None = None
+    dialect: Literal['oh-my-pi', 'pi'] = 'pi'
 
 
 class PathParams(_Wire, kw_only=True):
@@ -694,6 +753,19 @@ class RedactedThinkingContent(_Wire, kw_only=True, tag_field='type', tag='redact
     data: str
 
 
+class ResetBoundaryEntry(_Wire, kw_only=True, tag_field='type', tag='reset_boundary'):
+    """oh-my-pi's ``/clear``: on its files, the context starts after the latest one that
+    comes after the latest compaction.
+    """
+    id: str
+    parent_id: str | None
+    timestamp: str
+
+
+class ResetBoundaryEntryInput(_Wire, kw_only=True, tag_field='type', tag='reset_boundary'):
+    """oh-my-pi's /clear (its files only)."""
+
+
 class RunCompactionParams(_Wire, kw_only=True):
     session_id: str
     work_done_token: int | str | None = None
@@ -726,11 +798,11 @@ class ServiceTierChangeEntry(_Wire, kw_only=True, tag_field='type', tag='service
     id: str
     parent_id: str | None
     timestamp: str
-    service_tier: str | None
+    service_tier: str | dict[str, str | None] | None = None
 
 
 class ServiceTierChangeEntryInput(_Wire, kw_only=True, tag_field='type', tag='service_tier_change'):
-    service_tier: str | None
+    service_tier: str | dict[str, str | None] | None = None
 
 
 class SessionChanged(_Wire, kw_only=True):
@@ -750,6 +822,9 @@ class SessionHeader(_Wire, kw_only=True):
     parent_session: str | None = None
     title: str | None = None
     title_source: str | None = None
+    additional_directories: list[str] | None = None
+    previous_session_files: list[str] | None = None
+    provider_prompt_cache_key: str | None = None
 
 
 class SessionInfoEntry(_Wire, kw_only=True, tag_field='type', tag='session_info'):
@@ -855,10 +930,31 @@ class ThinkingLevelChangeEntry(_Wire, kw_only=True, tag_field='type', tag='think
     parent_id: str | None
     timestamp: str
     thinking_level: str | None
+    configured: str | None = None
 
 
 class ThinkingLevelChangeEntryInput(_Wire, kw_only=True, tag_field='type', tag='thinking_level_change'):
     thinking_level: str | None
+    configured: str | None = None
+
+
+class TitleChangeEntry(_Wire, kw_only=True, tag_field='type', tag='title_change'):
+    """oh-my-pi's record of a rename; the name itself is in the file's title line."""
+    id: str
+    parent_id: str | None
+    timestamp: str
+    title: str
+    source: str
+    previous_title: str | None = None
+    trigger: str | None = None
+
+
+class TitleChangeEntryInput(_Wire, kw_only=True, tag_field='type', tag='title_change'):
+    """oh-my-pi's rename record: written by ``session/setName``, never appended directly."""
+    title: str
+    source: str
+    previous_title: str | None = None
+    trigger: str | None = None
 
 
 class TokenUsage(_Wire, kw_only=True):
@@ -1056,12 +1152,14 @@ AssistantContentBlock: TypeAlias = TextContent | ThinkingContent | ToolCall | Re
 # A stored entry (a line of the session file after the header), tagged by `type`. Reads return it as
 # stored: unknown fields are kept, and an entry of a type not listed here (from a newer pi, or
 # another tool) is passed through as it is.
-Entry: TypeAlias = MessageEntry | ThinkingLevelChangeEntry | ModelChangeEntry | CompactionEntry | BranchSummaryEntry | CustomEntry | CustomMessageEntry | LabelEntry | SessionInfoEntry | ContextEditEntry | UsageEntry | ServiceTierChangeEntry | TtsrInjectionEntry | McpToolSelectionEntry | SessionInitEntry | ModeChangeEntry
+Entry: TypeAlias = MessageEntry | ThinkingLevelChangeEntry | ModelChangeEntry | CompactionEntry | BranchSummaryEntry | CustomEntry | CustomMessageEntry | LabelEntry | SessionInfoEntry | ContextEditEntry | UsageEntry | ServiceTierChangeEntry | TtsrInjectionEntry | McpToolSelectionEntry | SessionInitEntry | ModeChangeEntry | ResetBoundaryEntry | TitleChangeEntry | ModelUsageEntry | CredentialPinEntry
 
 
 # An entry to append (`session/append`): a stored entry without `id`, `parentId` and `timestamp`,
-# which sessiond assigns (an entry that has one is refused).
-EntryInput: TypeAlias = MessageEntryInput | ThinkingLevelChangeEntryInput | ModelChangeEntryInput | CompactionEntryInput | BranchSummaryEntryInput | CustomEntryInput | CustomMessageEntryInput | LabelEntryInput | SessionInfoEntryInput | ContextEditEntryInput | UsageEntryInput | ServiceTierChangeEntryInput | TtsrInjectionEntryInput | McpToolSelectionEntryInput | SessionInitEntryInput | ModeChangeEntryInput
+# which sessiond assigns (an entry that has one is refused). `reset_boundary`, `model_usage` and
+# `credential_pin` are appended to oh-my-pi's files only; `session_info` to pi's only;
+# `title_change` is written by `session/setName`, never appended.
+EntryInput: TypeAlias = MessageEntryInput | ThinkingLevelChangeEntryInput | ModelChangeEntryInput | CompactionEntryInput | BranchSummaryEntryInput | CustomEntryInput | CustomMessageEntryInput | LabelEntryInput | SessionInfoEntryInput | ContextEditEntryInput | UsageEntryInput | ServiceTierChangeEntryInput | TtsrInjectionEntryInput | McpToolSelectionEntryInput | SessionInitEntryInput | ModeChangeEntryInput | ResetBoundaryEntryInput | TitleChangeEntryInput | ModelUsageEntryInput | CredentialPinEntryInput
 
 
 # A message as a provider receives it: the roles `context/build` returns in the `llm` format (the

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from sessiond.core.context import UNSET
-from sessiond.core.convert import convert_to_llm
 from sessiond.core.describe import describe_message
 from sessiond.core.messages import AnyMessage
 from sessiond.store.export import context_json
@@ -45,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
         model = f"{context.model.provider}/{context.model.model_id}" if context.model else "none"
         shown: list[tuple[AnyMessage, bool]]
         if args.llm:
-            shown = [(m, False) for m in convert_to_llm(context.messages)]
+            converted = store.dialect.convert_to_llm_tracked(context.messages)
+            shown = [(m, False) for m, _, _ in converted]
         else:
             shown = [(m, i in context.edited) for i, m in enumerate(context.messages)]
         print(f"{len(shown)} messages, thinking {context.thinking_level}, model {model}")

@@ -43,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"Session   {header.id}")
         print(f"File      {store.path}")
         print(f"Created   {header.timestamp}   cwd {header.cwd or '(none)'}")
+        print(f"Agent     {store.dialect.name} (whose rules read this file)")
         if store.name:
             print(f"Name      {store.name}")
         if header.parent_session:

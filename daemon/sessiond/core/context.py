@@ -53,13 +53,18 @@ class ModelRef(msgspec.Struct, rename="camel", frozen=True):
 
 class SessionContext(msgspec.Struct, rename="camel"):
     """``{messages, thinkingLevel, model}``; ``entry_ids[i]`` produced ``messages[i]``;
-    ``edited`` holds the indices of messages whose content a ``context_edit`` replaced."""
+    ``edited`` holds the indices of messages whose content a ``context_edit`` replaced.
+
+    ``kept_blocks[i]``, when present, says that ``messages[i]`` is its entry's message
+    with only the content blocks at those positions (oh-my-pi's files: an answer whose
+    unanswered tool calls were removed, see ``core.omp_context``)."""
 
     messages: list[AnyMessage]
     thinking_level: str
     model: ModelRef | None
     entry_ids: list[str] = msgspec.field(default_factory=list)
     edited: set[int] = msgspec.field(default_factory=set)
+    kept_blocks: dict[int, tuple[int, ...]] = msgspec.field(default_factory=dict)
 
 
 class _Unset:

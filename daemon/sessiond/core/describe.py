@@ -12,8 +12,10 @@ from sessiond.core.entries import (
     LabelEntry,
     MessageEntry,
     ModelChangeEntry,
+    ResetBoundaryEntry,
     SessionInfoEntry,
     ThinkingLevelChangeEntry,
+    TitleChangeEntry,
     UnknownEntry,
     UsageEntry,
     entry_type,
@@ -108,6 +110,10 @@ def describe_entry(entry: Entry, width: int = 72) -> str:
         )
     if isinstance(entry, SessionInfoEntry):
         return f"name = {entry.name!r}"
+    if isinstance(entry, TitleChangeEntry):
+        return f"name = {entry.title!r} ({entry.source})"
+    if isinstance(entry, ResetBoundaryEntry):
+        return "/clear: the context starts after this"
     if isinstance(entry, CustomMessageEntry):
         return (
             f"custom message {entry.custom_type}: "

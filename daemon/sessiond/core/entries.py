@@ -34,6 +34,11 @@ class SessionHeader(
     parent_session: str | None = None
     title: str | None = None
     title_source: str | None = None
+    # oh-my-pi: a multi-root workspace, where the file was before it moved, and the
+    # provider's prompt-cache key carried over by a fork.
+    additional_directories: list[str] | None = None
+    previous_session_files: list[str] | None = None
+    provider_prompt_cache_key: str | None = None
 
 
 class _EntryBase(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
@@ -52,8 +57,10 @@ class MessageEntry(_EntryBase, tag_field="type", tag="message", kw_only=True):
 class ThinkingLevelChangeEntry(
     _EntryBase, tag_field="type", tag="thinking_level_change", kw_only=True
 ):
-    # pi writes a string; oh-my-pi writes null when the level is cleared.
+    # pi writes a string; oh-my-pi writes null when the level is cleared, and the
+    # selector the user configured ("auto" or a level) in ``configured``.
     thinking_level: str | None
+    configured: str | None = None
 
 
 class ModelChangeEntry(_EntryBase, tag_field="type", tag="model_change", kw_only=True):
@@ -62,6 +69,7 @@ class ModelChangeEntry(_EntryBase, tag_field="type", tag="model_change", kw_only
     model_id: str | None = None
     model: str | None = None
     role: str | None = None
+    resolved_model_is_fallback: bool | None = None
 
 
 class CompactionEntry(_EntryBase, tag_field="type", tag="compaction", kw_only=True):
@@ -77,6 +85,13 @@ class CompactionEntry(_EntryBase, tag_field="type", tag="compaction", kw_only=Tr
     # boundary (the compacted context starts with it).
     usage: Usage | None = None
     system_message: SystemMessage | None = None
+    # oh-my-pi: the estimated context after the rewrite, how the summary was made
+    # ("remote", "snapcompact", "handoff", "soft", "shake"), the last entry a
+    # provider-native replay covers, and the progress guard's warning.
+    tokens_after: int | None = None
+    method: str | None = None
+    provider_replay_through_entry_id: str | None = None
+    warning: str | None = None
 
     @property
     def made_by_extension(self) -> bool:
@@ -151,7 +166,8 @@ class UsageEntry(_EntryBase, tag_field="type", tag="usage", kw_only=True):
 
 
 class ServiceTierChangeEntry(_EntryBase, tag_field="type", tag="service_tier_change", kw_only=True):
-    service_tier: str | None
+    # A tier per model family (oh-my-pi 18), a single tier (older), or null.
+    service_tier: str | dict[str, str | None] | None = None
 
 
 class TtsrInjectionEntry(_EntryBase, tag_field="type", tag="ttsr_injection", kw_only=True):
@@ -174,6 +190,40 @@ class ModeChangeEntry(_EntryBase, tag_field="type", tag="mode_change", kw_only=T
     data: Any = None
 
 
+class ResetBoundaryEntry(_EntryBase, tag_field="type", tag="reset_boundary", kw_only=True):
+    """oh-my-pi's ``/clear``: on its files, the context starts after the latest one that
+    comes after the latest compaction."""
+
+
+class TitleChangeEntry(_EntryBase, tag_field="type", tag="title_change", kw_only=True):
+    """oh-my-pi's record of a rename; the name itself is in the file's title line."""
+
+    title: str
+    source: str
+    previous_title: str | None = None
+    trigger: str | None = None
+
+
+class ModelUsageEntry(_EntryBase, tag_field="type", tag="model_usage", kw_only=True):
+    """oh-my-pi: a model call outside the conversation (a title, a summary), for accounting."""
+
+    purpose: str
+    api: str
+    provider: str
+    model: str
+    usage: Usage
+    stop_reason: str
+    role: str | None = None
+    error_message: str | None = None
+
+
+class CredentialPinEntry(_EntryBase, tag_field="type", tag="credential_pin", kw_only=True):
+    """oh-my-pi: which account (a sha-256 of it) served a provider's requests."""
+
+    provider: str
+    hash: str
+
+
 KnownEntry: TypeAlias = (
     MessageEntry
     | ThinkingLevelChangeEntry
@@ -191,6 +241,10 @@ KnownEntry: TypeAlias = (
     | McpToolSelectionEntry
     | SessionInitEntry
     | ModeChangeEntry
+    | ResetBoundaryEntry
+    | TitleChangeEntry
+    | ModelUsageEntry
+    | CredentialPinEntry
 )
 
 
@@ -228,8 +282,18 @@ ENTRY_TYPES: frozenset[str] = frozenset(
         "mcp_tool_selection",
         "session_init",
         "mode_change",
+        "reset_boundary",
+        "title_change",
+        "model_usage",
+        "credential_pin",
     }
 )
+# Types only oh-my-pi writes: a client may append them to oh-my-pi's files only.
+OMP_ONLY_TYPES: frozenset[str] = frozenset(
+    {"reset_boundary", "title_change", "model_usage", "credential_pin"}
+)
+# Types oh-my-pi neither writes nor reads: appended to pi's files only.
+PI_ONLY_TYPES: frozenset[str] = frozenset({"session_info", "context_edit", "usage"})
 
 
 def entry_type(entry: Entry) -> str:

@@ -14,6 +14,11 @@ import re
 from typing import Any
 
 _MAX_SAFE_INTEGER = 2**53
+# JavaScript's WhiteSpace and LineTerminator characters: what String.prototype.trim removes.
+JS_WHITESPACE = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
+    "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
 
 
 def utf16_length(text: str) -> int:
@@ -21,6 +26,11 @@ def utf16_length(text: str) -> int:
     if text.isascii():
         return len(text)
     return len(text.encode("utf-16-le", "surrogatepass")) >> 1
+
+
+def js_trim(text: str) -> str:
+    """``text.trim()`` in JavaScript (Python's ``strip`` keeps U+FEFF, for one)."""
+    return text.strip(JS_WHITESPACE)
 
 
 def js_number(value: int | float) -> str:

@@ -134,6 +134,8 @@ class AssistantMessage(
     # pi 1.6: the thinking level the agent loop asked for (a record; the context's
     # level still comes from thinking_level_change entries).
     thinking_level: str | None = None
+    # oh-my-pi: set on a failed answer that a retry superseded (not sent to the model).
+    retry_recovery: Any = None
 
 
 class ToolResultMessage(
@@ -280,6 +282,11 @@ class CompactionSummaryMessage(
     timestamp: Number | None = None
     short_summary: str | None = None
     provider_payload: Any = None
+    # oh-my-pi carries these from its compaction entry (display and provider replay data).
+    tokens_after: int | None = None
+    method: str | None = None
+    warning: str | None = None
+    history_rewrite_at: Number | None = None
 
 
 class MentionedFile(msgspec.Struct, kw_only=True, **_STRUCT_OPTIONS):

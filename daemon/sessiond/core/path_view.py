@@ -80,3 +80,29 @@ class EntryPath:
             cached = self._estimator.estimate(message) if message is not None else 0
             self._tokens[index] = cached
         return cached
+
+
+class SlicedPath:
+    """The part of a ``PathView`` from ``start`` on, as a path of its own."""
+
+    def __init__(self, path: PathView, start: int) -> None:
+        self._path = path
+        self._start = start
+
+    def __len__(self) -> int:
+        return max(0, len(self._path) - self._start)
+
+    def id_at(self, index: int) -> str:
+        return self._path.id_at(self._start + index)
+
+    def type_at(self, index: int) -> str:
+        return self._path.type_at(self._start + index)
+
+    def role_at(self, index: int) -> str | None:
+        return self._path.role_at(self._start + index)
+
+    def entry_at(self, index: int) -> Entry:
+        return self._path.entry_at(self._start + index)
+
+    def tokens_at(self, index: int) -> int:
+        return self._path.tokens_at(self._start + index)

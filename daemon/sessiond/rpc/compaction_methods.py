@@ -156,7 +156,9 @@ def register(daemon: Daemon) -> None:
             now_ms=int(time.time() * 1000),
         )
         if check.pruned is not None and not check.pruned.empty:
-            daemon.changed(actor, "append", check.pruned.edit_ids)
+            # pi's files: appended edits; oh-my-pi's: the file rewritten in place
+            pruned = check.pruned
+            daemon.changed(actor, "append" if pruned.edit_ids else "rewrite", pruned.edit_ids)
         if check.outcome is not None:
             daemon.changed(actor, "compaction")
         outcome = check.outcome

@@ -24,7 +24,7 @@ def register(daemon: Daemon) -> None:
             store.record(params.leaf_id)  # an unknown id is an error, not pi's silent fallback
         context = store.build_context(params.leaf_id if params.leaf_id is not None else UNSET)
         at_leaf = params.leaf_id is None or params.leaf_id == store.leaf_id
-        converted = llm_messages(context)
+        converted = llm_messages(context, store.dialect)
         return BuildContextResult(
             messages=msgspec.Raw(messages_json(store, context, params.format)),
             thinking_level=context.thinking_level,
@@ -32,12 +32,13 @@ def register(daemon: Daemon) -> None:
             # the entry of each message, in the form asked for
             entry_ids=context.entry_ids
             if params.format == "agent"
-            else [entry_id for _, entry_id, _, _ in converted],
+            else [exported.entry_id for exported in converted],
             usage=daemon.usage(actor, daemon.settings(ctx, actor), params.context_window)
             if at_leaf
             else None,
             warnings=orphaned_tool_messages(
-                [m for m, _, _, _ in converted], [entry_id for _, entry_id, _, _ in converted]
+                [exported.message for exported in converted],
+                [exported.entry_id for exported in converted],
             ),
         )
 

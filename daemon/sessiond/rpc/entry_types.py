@@ -77,6 +77,7 @@ class ThinkingLevelChangeEntryInput(
     msgspec.Struct, tag_field="type", tag="thinking_level_change", kw_only=True, **_STRUCT_OPTIONS
 ):
     thinking_level: str | None
+    configured: str | None = None
 
 
 class ModelChangeEntryInput(
@@ -86,6 +87,7 @@ class ModelChangeEntryInput(
     model_id: str | None = None
     model: str | None = None
     role: str | None = None
+    resolved_model_is_fallback: bool | None = None
 
 
 class CompactionEntryInput(
@@ -102,6 +104,10 @@ class CompactionEntryInput(
     usage: Usage | None = None
     # Its timestamp may be left out: sessiond stamps the entry's time.
     system_message: SystemMessage | None = None
+    tokens_after: int | None = None
+    method: str | None = None
+    provider_replay_through_entry_id: str | None = None
+    warning: str | None = None
 
 
 class BranchSummaryEntryInput(
@@ -175,7 +181,7 @@ class UsageEntryInput(
 class ServiceTierChangeEntryInput(
     msgspec.Struct, tag_field="type", tag="service_tier_change", kw_only=True, **_STRUCT_OPTIONS
 ):
-    service_tier: str | None
+    service_tier: str | dict[str, str | None] | None = None
 
 
 class TtsrInjectionEntryInput(
@@ -206,6 +212,47 @@ class ModeChangeEntryInput(
     data: Any = None
 
 
+class ResetBoundaryEntryInput(
+    msgspec.Struct, tag_field="type", tag="reset_boundary", kw_only=True, **_STRUCT_OPTIONS
+):
+    """oh-my-pi's /clear (its files only)."""
+
+
+class TitleChangeEntryInput(
+    msgspec.Struct, tag_field="type", tag="title_change", kw_only=True, **_STRUCT_OPTIONS
+):
+    """oh-my-pi's rename record: written by ``session/setName``, never appended directly."""
+
+    title: str
+    source: str
+    previous_title: str | None = None
+    trigger: str | None = None
+
+
+class ModelUsageEntryInput(
+    msgspec.Struct, tag_field="type", tag="model_usage", kw_only=True, **_STRUCT_OPTIONS
+):
+    """oh-my-pi's usage of a model call outside the conversation (its files only)."""
+
+    purpose: str
+    api: str
+    provider: str
+    model: str
+    usage: Usage
+    stop_reason: str
+    role: str | None = None
+    error_message: str | None = None
+
+
+class CredentialPinEntryInput(
+    msgspec.Struct, tag_field="type", tag="credential_pin", kw_only=True, **_STRUCT_OPTIONS
+):
+    """oh-my-pi's record of the account that served a provider (its files only)."""
+
+    provider: str
+    hash: str
+
+
 EntryInput: TypeAlias = (
     MessageEntryInput
     | ThinkingLevelChangeEntryInput
@@ -223,6 +270,10 @@ EntryInput: TypeAlias = (
     | McpToolSelectionEntryInput
     | SessionInitEntryInput
     | ModeChangeEntryInput
+    | ResetBoundaryEntryInput
+    | TitleChangeEntryInput
+    | ModelUsageEntryInput
+    | CredentialPinEntryInput
 )
 
 # Named unions in the schema's $defs (msgspec inlines unions; the raw fields refer to
@@ -262,7 +313,10 @@ SCHEMA_UNIONS: dict[str, tuple[Any, str, dict[str, Any]]] = {
     "EntryInput": (
         EntryInput,
         "An entry to append (`session/append`): a stored entry without `id`, `parentId` "
-        "and `timestamp`, which sessiond assigns (an entry that has one is refused).",
+        "and `timestamp`, which sessiond assigns (an entry that has one is refused). "
+        "`reset_boundary`, `model_usage` and `credential_pin` are appended to oh-my-pi's "
+        "files only; `session_info` to pi's only; `title_change` is written by "
+        "`session/setName`, never appended.",
         {"not": {"anyOf": [{"required": [name]} for name in ("id", "parentId", "timestamp")]}},
     ),
     "MessageInput": (

@@ -128,6 +128,7 @@ def register(daemon: Daemon) -> None:
             entry_count=store.entry_count,
             name=store.name,
             recovery=recovery,
+            dialect=store.dialect.name,
         )
 
     @router.request("session/list", ListSessionsParams)

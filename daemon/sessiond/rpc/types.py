@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from sessiond.core.context import ModelRef
+from sessiond.core.dialect import DialectName
 from sessiond.core.entries import SessionHeader
 from sessiond.llm.base import Purpose, ReasoningLevel
 from sessiond.service.events import CompactionReason, CompactionResult
@@ -155,6 +156,9 @@ class OpenSessionResult(msgspec.Struct, kw_only=True, **_W):
     name: str | None = None
     # Present when opening found something to repair or report.
     recovery: RecoveryReport | None = None
+    # Whose rules the file follows (and so its context, compactions and names): "pi",
+    # or "oh-my-pi" for a file that starts with oh-my-pi's title line.
+    dialect: DialectName = "pi"
 
 
 class ListSessionsParams(msgspec.Struct, kw_only=True, **_W):

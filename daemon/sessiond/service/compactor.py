@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from sessiond.core.dialect import CompactionFields
 from sessiond.core.entries import CompactionEntry
 from sessiond.core.fileops import with_file_tags
 from sessiond.core.preparation import (
@@ -77,7 +78,8 @@ def prepare(
     """The preparation for the current leaf (a dry run: no model, no write)."""
     path = StorePath(store, store.path_records(), estimator)
     tokens_before = store.leaf_view.estimate_context(estimator).tokens
-    return prepare_compaction(path, settings, tokens_before=tokens_before, estimator=estimator)
+    window = store.dialect.compaction_path(path)
+    return prepare_compaction(window, settings, tokens_before=tokens_before, estimator=estimator)
 
 
 def raise_not_compactable(result: NotCompactable) -> None:
@@ -274,29 +276,28 @@ class Compactor:
         self, result: CompactionResult, prepared_leaf: str | None, from_extension: bool
     ) -> CompactionEntry:
         self._check_leaf(prepared_leaf)
-        body: dict[str, Any] = {
-            "type": "compaction",
-            "summary": result.summary,
-            "firstKeptEntryId": result.first_kept_entry_id,
-            "tokensBefore": result.tokens_before,
-        }
-        if result.details is not None:
-            body["details"] = result.details
-        # pi writes fromHook on every compaction it makes; oh-my-pi reads fromExtension.
-        body["fromHook"] = from_extension
-        if from_extension:
-            body["fromExtension"] = True
-        if result.short_summary is not None:
-            body["shortSummary"] = result.short_summary
-        if result.preserve_data:
-            body["preserveData"] = result.preserve_data
+        dialect = self.store.dialect
         system = self.store.leaf_view.current_system_message()
-        if system is not None:
+        fields = CompactionFields(
+            summary=result.summary,
+            first_kept_entry_id=result.first_kept_entry_id,
+            tokens_before=result.tokens_before,
+            details=result.details,
+            from_extension=from_extension,
+            short_summary=result.short_summary,
+            preserve_data=result.preserve_data,
             # pi 1.6's checkpoint: the compacted context starts with the replayed system
             # prompt and tools. Its timestamp is left for the store: the entry's time.
-            body["systemMessage"] = msgspec.to_builtins(
-                msgspec.structs.replace(system, timestamp=None)
+            system_message=msgspec.to_builtins(msgspec.structs.replace(system, timestamp=None))
+            if system is not None
+            else None,
+        )
+        tokens_after = None
+        if dialect.records_tokens_after:
+            tokens_after = self.store.estimate_after(
+                dialect.compaction_body(fields), self.estimator
             )
+        body = dialect.compaction_body(fields, tokens_after)
         entry = self.store.append(body)
         assert isinstance(entry, CompactionEntry)
         return entry

@@ -1,25 +1,92 @@
-"""Pruning old tool outputs of a session: appended ``context_edit`` entries (pi 1.6).
+"""Pruning old tool outputs of a session, each agent's way.
 
-Each pruned output is replaced in the context by a notice through an edit appended
-under the leaf, in one write. The file is never rewritten and the original outputs
-stay in it: pi 1.6 reads the edits; an older pi that does not know ``context_edit``
-sees the full outputs again.
+pi 1.6 (pi's files): each pruned output is replaced in the context by a notice
+through a ``context_edit`` appended under the leaf, in one write. The file is never
+rewritten and the original outputs stay in it: pi 1.6 reads the edits; an older pi
+that does not know ``context_edit`` sees the full outputs again.
+
+oh-my-pi (its files, which have no ``context_edit``): its ``pruneToolOutputs`` replaces
+each pruned output with the notice in the tool result itself (``prunedAt`` set) and
+rewrites the file; sessiond does the same, after copying the original lines to
+``<session>.pruned``, and looks only after the latest ``/clear``.
+
+The archive is opened like every file beside a session (``store.safe_files``): a link,
+a FIFO or a file others can write, planted at its name, is refused, and then nothing is
+pruned.
 """
 
 from __future__ import annotations
 
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
 from sessiond.core.projected_path import ProjectedPath
-from sessiond.core.pruning import PrunePlan, plan_pruning, pruning_edit
+from sessiond.core.pruning import PrunePlan, plan_pruning, pruning_edit, truncation_notice
 from sessiond.core.tokens import Estimator
+from sessiond.errors import StorageError
+from sessiond.store.fileio import fsync_directory, write_all
 from sessiond.store.path_access import StorePath
+from sessiond.store.safe_files import open_regular
 from sessiond.store.session import SessionStore
 
 
 def prune_tool_outputs(store: SessionStore, estimator: Estimator) -> PrunePlan:
     """Prune old tool outputs in the current context if that saves enough (``core.pruning``)."""
     path = StorePath(store, store.path_records(), estimator)
-    plan = plan_pruning(ProjectedPath(path, estimator))
-    if not plan.empty:
+    plan = plan_pruning(ProjectedPath(store.dialect.compaction_path(path), estimator))
+    if plan.empty:
+        return plan
+    if store.dialect.prunes_in_place:
+        _prune_in_place(store, plan)
+    else:
         edits = store.append_entries([pruning_edit(candidate) for candidate in plan.candidates])
         plan.edit_ids = [edit.id for edit in edits]
     return plan
+
+
+def _prune_in_place(store: SessionStore, plan: PrunePlan) -> None:
+    """oh-my-pi's way: the tool results themselves edited, the file rewritten."""
+    originals = [store.raw_line(store.record(c.entry_id)) for c in plan.candidates]
+    if store.persisted:
+        _archive(store, originals)
+    pruned_at = time.time_ns() // 1_000_000
+    replacements = {}
+    for candidate, original in zip(plan.candidates, originals, strict=True):
+        data = msgspec.json.decode(original)
+        replacements[candidate.entry_id] = pruned_line_data(data, candidate.tokens, pruned_at)
+    store.rewrite_entries(replacements)
+
+
+def pruned_line_data(data: dict[str, Any], tokens: int, pruned_at: int) -> dict[str, Any]:
+    """A tool-result entry (as decoded JSON) with its output replaced by the notice.
+
+    Works on the JSON object so every other field, known or not, is kept."""
+    message = dict(data["message"])
+    message["content"] = [{"type": "text", "text": truncation_notice(tokens)}]
+    message["prunedAt"] = pruned_at
+    return {**data, "message": message}
+
+
+def archive_path(store: SessionStore) -> str:
+    return str(store.path) + ".pruned"
+
+
+def _archive(store: SessionStore, lines: list[bytes]) -> None:
+    path = Path(archive_path(store))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+    try:
+        fd = open_regular(path, flags, what="pruned-output archive", sidecar=True)
+        try:
+            write_all(fd, b"".join(line + b"\n" for line in lines))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise StorageError(
+            f"cannot write pruned outputs to {path}: {exc.strerror or exc}", path=str(path)
+        ) from None
+    fsync_directory(store.path.parent)

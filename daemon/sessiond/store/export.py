@@ -6,7 +6,8 @@ straight from a ``message`` entry is sent as the bytes of that entry's
 ``message`` value; only messages sessiond builds itself (summaries, custom
 messages, converted bash runs) are encoded from their types. A stored message
 whose content a ``context_edit`` replaced, or whose content is null, goes out as
-pi 1.6 gives it: the stored object with only ``content`` changed.
+pi 1.6 gives it: the stored object with only ``content`` changed. An answer whose
+unanswered tool calls oh-my-pi's rules removed is its stored JSON without them.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from typing import Final, Literal
 import msgspec
 
 from sessiond.core.context import SessionContext
-from sessiond.core.convert import LlmMessage, convert_to_llm_tracked
+from sessiond.core.convert import LlmMessage
+from sessiond.core.dialect import Dialect
 from sessiond.core.encoding import to_json
-from sessiond.core.messages import AnyMessage, AssistantMessage
+from sessiond.core.messages import AnyMessage
 
 from .session import SessionStore
 
@@ -33,31 +35,65 @@ _NULL_CONTENT: Final[dict[str, object]] = {
 }
 
 
-def llm_messages(context: SessionContext) -> list[tuple[LlmMessage, str, bool, bool]]:
-    """``convertToLlm`` of the context, minus failed answers: each message with the
-    entry it came from, whether it is that entry's message unchanged, and whether a
-    ``context_edit`` replaced its content.
+class Exported(msgspec.Struct, frozen=True):
+    """A message of the ``llm`` form and what its JSON is made from: the context message it
+    came from (``index``), whether it is that message unchanged, whether a
+    ``context_edit`` replaced its content, and the content blocks of its stored message it
+    keeps (oh-my-pi's stripped answers)."""
 
-    pi's provider layer never sends an assistant message that ended in an error
-    or was aborted (an incomplete turn); the "llm" form leaves them out too, so
-    a client retrying after an overflow sends what pi would.
-    """
+    message: LlmMessage
+    index: int
+    entry_id: str
+    unchanged: bool
+    edited: bool
+    kept_blocks: tuple[int, ...] | None
+
+
+def llm_messages(context: SessionContext, dialect: Dialect) -> list[Exported]:
+    """The context in the ``llm`` form of the file's dialect (``Dialect.provider_form``)."""
     return [
-        (message, context.entry_ids[index], unchanged, index in context.edited)
-        for message, index, unchanged in convert_to_llm_tracked(context.messages)
-        if not (
-            isinstance(message, AssistantMessage) and message.stop_reason in ("error", "aborted")
+        Exported(
+            message,
+            index,
+            context.entry_ids[index],
+            unchanged,
+            index in context.edited,
+            context.kept_blocks.get(index),
         )
+        for message, index, unchanged in dialect.provider_form(context.messages)
     ]
 
 
 def message_json(
-    store: SessionStore, entry_id: str, message: AnyMessage, unchanged: bool, edited: bool = False
+    store: SessionStore,
+    entry_id: str,
+    message: AnyMessage,
+    unchanged: bool,
+    edited: bool = False,
+    kept_blocks: tuple[int, ...] | None = None,
 ) -> bytes:
-    """A message as JSON: a stored message's original bytes when it is unchanged."""
+    """A message as JSON: a stored message's original bytes when it is unchanged (its
+    content as the context holds it when edited; only the blocks at ``kept_blocks``, when
+    given)."""
     if unchanged and store.record(entry_id).type == "message":
-        return _stored_json(store.raw_message(store.record(entry_id)), message, edited)
+        raw = store.raw_message(store.record(entry_id))
+        if kept_blocks is not None:
+            return _keep_blocks(raw, kept_blocks)
+        return _stored_json(raw, message, edited)
     return to_json(message)
+
+
+def _keep_blocks(raw: bytes, kept: tuple[int, ...]) -> bytes:
+    """oh-my-pi's stripped answer: the stored message with the kept content blocks, their
+    thinking signatures removed; every other field as stored."""
+    data = msgspec.json.decode(raw)
+    content = data.get("content")
+    blocks = [content[i] for i in kept] if isinstance(content, list) else []
+    for block in blocks:
+        if isinstance(block, dict) and block.get("type") == "thinking":
+            block.pop("thinkingSignature", None)
+    data["content"] = blocks
+    return msgspec.json.encode(data)
 
 
 def _stored_json(raw: bytes, message: AnyMessage, edited: bool) -> bytes:
@@ -85,15 +121,22 @@ def messages_json(store: SessionStore, context: SessionContext, fmt: ContextForm
     """The context's messages as a JSON array, in the requested form."""
     if fmt == "agent":
         parts = [
-            message_json(store, entry_id, message, True, index in context.edited)
+            message_json(
+                store,
+                entry_id,
+                message,
+                True,
+                index in context.edited,
+                context.kept_blocks.get(index),
+            )
             for index, (message, entry_id) in enumerate(
                 zip(context.messages, context.entry_ids, strict=True)
             )
         ]
     else:
         parts = [
-            message_json(store, entry_id, message, unchanged, edited)
-            for message, entry_id, unchanged, edited in llm_messages(context)
+            message_json(store, e.entry_id, e.message, e.unchanged, e.edited, e.kept_blocks)
+            for e in llm_messages(context, store.dialect)
         ]
     return b"[" + b",".join(parts) + b"]"
 

@@ -52,6 +52,9 @@ class FileFollower:
         self._known_end = 0
         self._tail = b""
         self.unfinished: Unfinished | None = None
+        # Bytes at the start that change in place without the file being rewritten
+        # (oh-my-pi's title line): the tail check never looks at them.
+        self.skip_first = 0
 
     def saw(self, fd: int, end: int, status: os.stat_result | None = None) -> None:
         """The store now knows every complete line up to ``end`` of the file open on
@@ -60,7 +63,7 @@ class FileFollower:
         self._identity = (status.st_dev, status.st_ino)
         self._signature = _signature(status)
         self._known_end = end
-        start = max(0, end - _TAIL_CHECK)
+        start = min(end, max(self.skip_first, end - _TAIL_CHECK))
         self._tail = os.pread(fd, end - start, start)
         if status.st_size > end and not _has_newline(fd, end, status.st_size):
             unfinished = self.unfinished
@@ -96,7 +99,7 @@ class FileFollower:
             return "replaced"
         if status.st_size < self._known_end:
             return "replaced"
-        start = max(0, self._known_end - _TAIL_CHECK)
+        start = min(self._known_end, max(self.skip_first, self._known_end - _TAIL_CHECK))
         if os.pread(fd, self._known_end - start, start) != self._tail:
             return "replaced"  # rewritten in place (pi's rewrite after pruning does that)
         if status.st_size == self._known_end:

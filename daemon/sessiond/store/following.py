@@ -21,7 +21,7 @@ import msgspec
 from sessiond.core.entries import CURRENT_SESSION_VERSION
 from sessiond.errors import BusyError, StorageError
 
-from . import index_file
+from . import index_file, title_line
 from .lines import read_chunks
 from .opening import read_session, repair_torn_tail
 from .records import EntryRecord
@@ -87,6 +87,8 @@ def take_appended(store: SessionStore, until: int | None = None) -> Followed | N
         store._follower.saw(fd, store._size)
     if not appended:
         return None
+    if any(record.type == "title_change" for record in appended):
+        title_line.reread(store)
     store._view.reset(store._path_records(appended[-1]))
     return Followed(reason="fileAppended", appended_ids=[r.id for r in appended])
 
@@ -97,7 +99,8 @@ def known_scan(store: SessionStore) -> ScanResult:
         header=store.header,
         header_data={},
         version=CURRENT_SESSION_VERSION,
-        line_count=1 + len(store._records) + store._unread_lines,
+        line_count=1 + (store.title_slot is not None) + len(store._records) + store._unread_lines,
+        title_slot=store.title_slot,
     )
 
 
@@ -148,7 +151,12 @@ def before_append(store: SessionStore) -> None:
         saved_to=None,
         preview="",
     )
-    result = ScanResult(header=store.header, header_data={}, version=CURRENT_SESSION_VERSION)
+    result = ScanResult(
+        header=store.header,
+        header_data={},
+        version=CURRENT_SESSION_VERSION,
+        title_slot=store.title_slot,
+    )
     result.report.torn_tail = torn
     repair_torn_tail(store.path, result)
     store.recovery.torn_tail = torn
@@ -227,6 +235,7 @@ def ledger_of(result: ScanResult) -> ScanResult:
         report=report,
         size=result.size,
         line_count=result.line_count,
+        title_slot=result.title_slot,
     )
 
 

@@ -14,13 +14,15 @@ deleting the cache directory must only ever cost speed.
 
 **Trust.** An index never changes a result. It is used only when its format and the
 sessiond version match, it names the same path, device and inode, and the file still
-holds what it described: the same header, the same bytes in sampled windows spread
-over the file and in its last 64 KiB, and a newline where the index ended. If the
-file is the same size, its modification and change times must match as well, and the
-index must not be *racy* (written within a timestamp tick of the file's last change:
-an edit in that tick would keep the same times, so such an index is not trusted for
-an unchanged size). Anything else (a damaged, foreign, truncated or stale index) is
-ignored and the file scanned, and a new index replaces it.
+holds what it described: the same header (after oh-my-pi's title line, if the file has
+one: that line is read afresh at every open, since a rename rewrites it in place), the
+same bytes in sampled windows spread over the file and in its last 64 KiB, and a
+newline where the index ended. If the file is the same size, its modification and
+change times must match as well, and the index must not be *racy* (written within a
+timestamp tick of the file's last change: an edit in that tick would keep the same
+times, so such an index is not trusted for an unchanged size). Anything else (a
+damaged, foreign, truncated or stale index) is ignored and the file scanned, and a new
+index replaces it.
 
 What stays possible: a same-length edit of bytes outside the sampled windows, made
 *together with* an append. Catching that would mean hashing the whole file at every
@@ -42,6 +44,12 @@ import msgspec
 
 from sessiond._version import __version__
 from sessiond.core.entries import SessionHeader
+from sessiond.core.title_slot import (
+    InvalidTitleSlot,
+    TitleSlot,
+    claims_title_slot,
+    parse_title_slot,
+)
 from sessiond.errors import SessiondError
 
 from .fileio import atomic_write
@@ -51,7 +59,8 @@ from .safe_files import make_private_directories, open_regular
 from .scan import ScanResult
 
 # 2: estimates follow pi 1.6 (images in user messages, system messages, zero usage).
-FORMAT: Final = 2
+# 3: the length of oh-my-pi's title line before the header.
+FORMAT: Final = 3
 _MAGIC: Final = b"sessiond-index\n"
 _WINDOW: Final = 4096
 _WINDOWS: Final = 16
@@ -93,6 +102,9 @@ class IndexMeta(msgspec.Struct, kw_only=True):
     header: bytes  # the header line's JSON
     windows: list[Window]
     report: RecoveryReport
+    # The length of oh-my-pi's title line before the header (0: none); the windows
+    # start after it.
+    title_slot_length: int = 0
 
 
 @dataclass
@@ -158,6 +170,9 @@ def _load(session_path: Path, fd: int, index_path: Path) -> tuple[ScanResult, In
     status = os.fstat(fd)
     if not _describes(meta, session_path, status, fd):
         return None
+    title_slot = _title_slot(fd, meta.title_slot_length)
+    if meta.title_slot_length and title_slot is None:
+        return None
     records = _rows_decoder.decode(view[8 + meta_length :])
     for seq, record in enumerate(records):
         record.seq = seq
@@ -174,8 +189,24 @@ def _load(session_path: Path, fd: int, index_path: Path) -> tuple[ScanResult, In
         size=meta.size,
         ends_with_newline=True,
         line_count=meta.line_count,
+        title_slot=title_slot,
     )
     return result, meta
+
+
+def _title_slot(fd: int, length: int) -> TitleSlot | None:
+    """The title line as it is now (a rename rewrites it in place), if it is still one of
+    ``length`` bytes."""
+    if length <= 0:
+        return None
+    line = os.pread(fd, length, 0)
+    if len(line) != length or not line.endswith(b"\n"):
+        return None
+    try:
+        value = msgspec.json.decode(line[:-1])
+        return parse_title_slot(value, length) if claims_title_slot(value) else None
+    except (msgspec.DecodeError, InvalidTitleSlot, RecursionError):
+        return None
 
 
 def _describes(meta: IndexMeta, session_path: Path, status: os.stat_result, fd: int) -> bool:
@@ -190,6 +221,8 @@ def _describes(meta: IndexMeta, session_path: Path, status: os.stat_result, fd: 
         if not same_times or _racy(meta):
             return False
     if os.pread(fd, 1, meta.size - 1) != b"\n":
+        return False
+    if meta.title_slot_length >= meta.size:
         return False
     return all(_digest(fd, w.offset, w.length) == w.digest for w in meta.windows)
 
@@ -226,14 +259,15 @@ def _digest(fd: int, offset: int, length: int) -> bytes:
     return hashlib.blake2b(os.pread(fd, length, offset), digest_size=16).digest()
 
 
-def _windows(size: int) -> list[tuple[int, int]]:
-    """The fingerprinted ranges of a file of ``size`` bytes: its start (the header),
-    windows spread evenly over it, and its last 64 KiB."""
-    ranges = [(0, min(size, _WINDOW))]
-    if size > _TAIL + _WINDOW:
-        step = (size - _TAIL) // (_WINDOWS + 1)
-        ranges += [(step * (n + 1), _WINDOW) for n in range(_WINDOWS)]
-    tail_start = max(0, size - _TAIL)
+def _windows(size: int, start: int) -> list[tuple[int, int]]:
+    """The fingerprinted ranges of a file of ``size`` bytes whose lines start at ``start``
+    (after a title line): their start (the header), windows spread evenly over them, and
+    the last 64 KiB."""
+    ranges = [(start, min(size - start, _WINDOW))]
+    if size - start > _TAIL + _WINDOW:
+        step = (size - start - _TAIL) // (_WINDOWS + 1)
+        ranges += [(start + step * (n + 1), _WINDOW) for n in range(_WINDOWS)]
+    tail_start = max(start, size - _TAIL)
     ranges.append((tail_start, size - tail_start))
     return ranges
 
@@ -256,6 +290,7 @@ def save(
             return False  # the file moved on since: the next open scans
         index_dir = directory or index_directory()
         make_private_directories(index_dir)
+        slot_length = result.title_slot.length if result.title_slot is not None else 0
         meta = IndexMeta(
             format=FORMAT,
             sessiond=__version__,
@@ -271,8 +306,9 @@ def save(
             header=header_line,
             windows=[
                 Window(offset, length, _digest(fd, offset, length))
-                for offset, length in _windows(result.size)
+                for offset, length in _windows(result.size, slot_length)
             ],
+            title_slot_length=slot_length,
             # What the next open finds, not what this one repaired.
             report=msgspec.structs.replace(
                 result.report, torn_tail=None, migrated_from_version=None

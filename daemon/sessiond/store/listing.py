@@ -74,8 +74,11 @@ def summarize_session(path: Path) -> SessionSummary:
         first_message = ""
         last_message_time: str | None = None
         name: str | None = None
+        if result.title_slot is not None:
+            # oh-my-pi's files: the title line names the session (session_info is inert).
+            name = result.title_slot.title or None
         for record in result.records:
-            if record.type == "session_info":
+            if record.type == "session_info" and result.title_slot is None:
                 # pi (0.73.1 and 1.6): the last session_info in the file names the session.
                 try:
                     info = decode_entry(os.pread(fd, record.length, record.offset))

@@ -67,6 +67,7 @@ def fork(
         parent_session=str(store.path),
         storage=store.storage,
         clock=store._clock,
+        title_of=store.title_slot,
     )
     try:
         previous: str | None = None
@@ -199,7 +200,7 @@ def forget(store: SessionStore, entry_ids: Iterable[str]) -> None:
 
 
 def file_lines(store: SessionStore) -> Iterator[tuple[int, bytes | Iterator[bytes]]]:
-    """Every line of the file with its offset (the header's is 0), newline stripped.
+    """Every line of the file with its offset (the first line's is 0), newline stripped.
 
     A line longer than ``MAX_LINE_BYTES`` comes as an iterator of its chunks, to be
     consumed before the next line; time is linear whatever the lines' lengths."""

@@ -31,6 +31,12 @@ import msgspec
 from sessiond.core.decode import NotAnEntry, decode_entry
 from sessiond.core.entries import CURRENT_SESSION_VERSION, SessionHeader, UnknownEntry
 from sessiond.core.jsjson import replace_lone_surrogates
+from sessiond.core.title_slot import (
+    InvalidTitleSlot,
+    TitleSlot,
+    claims_title_slot,
+    parse_title_slot,
+)
 from sessiond.errors import InvalidSessionFileError
 
 from .fileio import path_error
@@ -63,6 +69,8 @@ class ScanResult:
     indexed_size: int | None = None
     # Lines already in hand that the store decodes at once (metadata, repaired UTF-8).
     eager_lines: dict[int, bytes] = field(default_factory=dict)
+    # oh-my-pi's title line, when the file starts with one (the header is the line after).
+    title_slot: TitleSlot | None = None
 
 
 def open_session_file(path: Path) -> int:
@@ -154,7 +162,10 @@ def _continuing(path: Path, known: ScanResult) -> _Scanner:
     """A scanner that goes on after the lines ``known`` describes."""
     scanner = _Scanner(path)
     scanner.result = ScanResult(
-        header=known.header, header_data=known.header_data, version=known.version
+        header=known.header,
+        header_data=known.header_data,
+        version=known.version,
+        title_slot=known.title_slot,
     )
     scanner.line_no = known.line_count
     return scanner
@@ -211,6 +222,7 @@ class _Scanner:
         self.eager_lines: dict[int, bytes] = {}
         # The offset up to which complete lines have been fed.
         self.fed_to = 0
+        self.title_slot: TitleSlot | None = None
 
     def feed(self, data: bytes | bytearray, pos: int, end: int, base: int) -> None:
         """Handle the complete lines ``data[pos:end]``; ``data[0]`` is at file offset ``base``."""
@@ -324,6 +336,12 @@ class _Scanner:
                     reason="empty",
                     path=str(self.path),
                 )
+            if self.title_slot is not None:
+                raise InvalidSessionFileError(
+                    f"{self.path}: an oh-my-pi title line and no session header after it",
+                    reason="notASessionFile",
+                    path=str(self.path),
+                )
             raise InvalidSessionFileError(
                 f"{self.path}: no session header (the file holds only blank lines)",
                 reason="notASessionFile",
@@ -349,7 +367,7 @@ class _Scanner:
             self.report.byte_order_mark = True
             raw = raw[3:]
         if self.result is None:
-            self._header(raw)
+            self._header(raw, offset, length)
             return
         if self.result.version < CURRENT_SESSION_VERSION:
             return
@@ -397,11 +415,12 @@ class _Scanner:
             )
         )
 
-    def _header(self, raw: bytes) -> None:
+    def _header(self, raw: bytes, offset: int, length: int) -> None:
         where = f"{self.path}"
+        first = "the line after the title line" if self.title_slot is not None else "the first line"
         if not _valid_utf8(raw):
             raise InvalidSessionFileError(
-                f"{where}: not valid UTF-8 text in the first line; this is not a session file",
+                f"{where}: not valid UTF-8 text in {first}; this is not a session file",
                 reason="invalidUtf8",
                 path=str(self.path),
             )
@@ -411,10 +430,13 @@ class _Scanner:
             # The error never quotes the file: whoever asked may not be allowed to
             # read it (a private key named as a session must not come back in an error).
             raise InvalidSessionFileError(
-                f"{where}: the first line is not JSON, so this is not a session file",
+                f"{where}: {first} is not JSON, so this is not a session file",
                 reason="notASessionFile",
                 path=str(self.path),
             ) from None
+        if claims_title_slot(data):
+            self._title_slot(data, offset, length)
+            return
         if not isinstance(data, dict) or data.get("type") != "session":
             if not isinstance(data, dict):
                 found = _json_kind(data)
@@ -423,7 +445,7 @@ class _Scanner:
             else:
                 found = f'a "type" that is {_json_kind(data.get("type"))}'
             raise InvalidSessionFileError(
-                f"{where}: the first line is not a session header "
+                f"{where}: {first} is not a session header "
                 f'(expected "type":"session", found {found})',
                 reason="notASessionFile",
                 path=str(self.path),
@@ -461,7 +483,28 @@ class _Scanner:
                 reason="invalidHeader",
                 path=str(self.path),
             ) from None
-        self.result = ScanResult(header=header, header_data=data, version=version)
+        self.result = ScanResult(
+            header=header, header_data=data, version=version, title_slot=self.title_slot
+        )
+
+    def _title_slot(self, data: dict[str, Any], offset: int, length: int) -> None:
+        """oh-my-pi's title line: only as the file's very first line, once."""
+        if offset != 0 or self.title_slot is not None:
+            raise InvalidSessionFileError(
+                f"{self.path}: a title line (oh-my-pi's) that is not the file's first line; "
+                "the session header must come first, or right after the title line",
+                reason="invalidTitleLine",
+                path=str(self.path),
+            )
+        try:
+            self.title_slot = parse_title_slot(data, length + 1)
+        except InvalidTitleSlot as exc:
+            raise InvalidSessionFileError(
+                f"{self.path}: the first line is an oh-my-pi title line, but not a valid one "
+                f"({exc}), so this is not a session file oh-my-pi or sessiond can open",
+                reason="invalidTitleLine",
+                path=str(self.path),
+            ) from None
 
 
 def _json_kind(value: object) -> str:

@@ -33,6 +33,7 @@ from sessiond.core.context import (
     path_to,
 )
 from sessiond.core.decode import NotAnEntry, decode_entry, decode_strict_entry
+from sessiond.core.dialect import Dialect, dialect_for
 from sessiond.core.entries import (
     CURRENT_SESSION_VERSION,
     ENTRY_TYPES,
@@ -46,6 +47,8 @@ from sessiond.core.entries import (
 )
 from sessiond.core.jsjson import replace_lone_surrogates
 from sessiond.core.messages import AgentMessage, AssistantMessage
+from sessiond.core.title_slot import TitleSlot
+from sessiond.core.tokens import Estimator
 from sessiond.errors import (
     ConflictError,
     InvalidEntryError,
@@ -56,7 +59,7 @@ from sessiond.errors import (
 from sessiond.paths import check_session_id, default_session_dir, iso_now, session_file_name
 from sessiond.settings import StorageSettings
 
-from . import following, rewriting
+from . import following, rewriting, title_line
 from .edits import edit_replacement, editable_role
 from .fileio import AppendFile, atomic_write, path_error
 from .follow import FileFollower
@@ -65,6 +68,7 @@ from .ids import new_entry_id, new_session_id
 from .leaf_view import LeafView
 from .lines import MAX_LINE_BYTES
 from .lock import SessionLock
+from .omp_leaf_view import OmpLeafView
 from .opening import read_session
 from .records import EntryRecord, new_record
 from .recovery import DamagedLine, RecoveryReport
@@ -80,6 +84,10 @@ _FORBIDDEN_ROLES: Final = frozenset({"compactionSummary", "branchSummary"})
 _BASE_KEYS: Final = ("id", "parentId", "timestamp")
 # Entries that are fsynced before an append returns, whatever the policy.
 _ALWAYS_SYNCED: Final = frozenset({"compaction", "branch_summary"})
+_NAMING_TYPES: Final = frozenset({"session_info", "title_change"})
+# The view that keeps the current leaf's context, by the file's dialect.
+ContextView = LeafView | OmpLeafView
+_VIEWS: Final[dict[str, type[ContextView]]] = {"pi": LeafView, "oh-my-pi": OmpLeafView}
 
 
 class _RawMessage(msgspec.Struct):
@@ -156,6 +164,12 @@ class SessionStore:
     def _take_scan(self, scan_result: ScanResult | None) -> None:
         """Build the in-memory index from a scan (or an empty one), leaf at the last entry."""
         self._ledger = None
+        # oh-my-pi's title line, if the file starts with one; it decides the dialect.
+        self.title_slot: TitleSlot | None = (
+            scan_result.title_slot if scan_result is not None else None
+        )
+        self.dialect: Dialect = dialect_for(self.title_slot is not None)
+        self._follower.skip_first = self.title_slot.length if self.title_slot else 0
         self.recovery = scan_result.report if scan_result is not None else RecoveryReport()
         self._size = scan_result.size if scan_result is not None else 0
         self._needs_newline = scan_result is not None and not scan_result.ends_with_newline
@@ -169,7 +183,7 @@ class SessionStore:
         self._name: str | None = None
         self._has_assistant = False
         self._message_cache: OrderedDict[int, Entry] = OrderedDict()
-        self._view = LeafView(self.entry_of)
+        self._view: ContextView = self._new_view()
         if scan_result is not None:
             if scan_result.report.torn_tail is None or scan_result.report.torn_tail.saved_to:
                 self._ledger = ledger_of(scan_result)
@@ -259,9 +273,12 @@ class SessionStore:
         parent_session: str | None = None,
         storage: StorageSettings | None = None,
         clock: Clock = _utc_now,
+        title_of: TitleSlot | None = None,
     ) -> SessionStore:
         """Start a new session. Nothing is written until the first assistant message
-        (or ``write_now``), exactly as pi; the lock is taken at once."""
+        (or ``write_now``), exactly as pi; the lock is taken at once. With ``title_of``
+        (the title line of an oh-my-pi session being forked) the new file is oh-my-pi's:
+        it starts with a title line of that title, which its header carries too."""
         storage = storage or StorageSettings()
         session_id = check_session_id(session_id) if session_id else new_session_id()
         created = iso_now(clock())
@@ -294,10 +311,12 @@ class SessionStore:
             timestamp=created,
             cwd=cwd,
             parent_session=parent_session,
+            title=(title_of.title or None) if title_of is not None else None,
+            title_source=title_of.source if title_of is not None else None,
         )
         lock = SessionLock(file_path)
         lock.acquire()
-        return cls(
+        store = cls(
             path=file_path,
             header=header,
             header_line=msgspec.json.encode(header),
@@ -309,6 +328,9 @@ class SessionStore:
             source_fd=None,
             clock=clock,
         )
+        if title_of is not None:
+            title_line.start(store, title_of.title, title_of.source)
+        return store
 
     # ------------------------------------------------------------------ identity
 
@@ -323,7 +345,10 @@ class SessionStore:
 
     @property
     def name(self) -> str | None:
-        """The latest non-empty ``session_info`` name."""
+        """The session's name: on pi's files the last ``session_info`` name (an empty one
+        clears it), on oh-my-pi's the title in its title line."""
+        if self.title_slot is not None:
+            return self.title_slot.title or None
         return self._name
 
     @property
@@ -336,8 +361,11 @@ class SessionStore:
         return leaf.id if leaf is not None else None
 
     @property
-    def leaf_view(self) -> LeafView:
+    def leaf_view(self) -> ContextView:
         return self._view
+
+    def _new_view(self) -> ContextView:
+        return _VIEWS[self.dialect.name](self.entry_of)
 
     @property
     def labels(self) -> Mapping[str, str]:
@@ -528,9 +556,22 @@ class SessionStore:
             record = self._records[-1] if self._records else None
             if record is None:
                 return context_from_path([])
-        view = LeafView(self.entry_of)
+        view = self._new_view()
         view.reset(self._path_records(record))
         return view.context()
+
+    def estimate_after(self, body: Mapping[str, Any], estimator: Estimator) -> int:
+        """The context's estimated size, ignoring usage measured before it, if ``body``
+        (an entry to append, e.g. a compaction) were the leaf's child: what oh-my-pi
+        records as a compaction's ``tokensAfter``. Nothing is written."""
+        on_path = {record.id for record in self._view.path}
+        record, entry, _ = self._prepare(
+            body, 0, self.leaf_id, {}, iso_now(self._clock()), None, on_path, ENTRY_TYPES
+        )
+        record.entry = entry
+        view = self._new_view()
+        view.reset([*self._view.path, record])
+        return view.estimate_context(estimator).tokens
 
     # ------------------------------------------------------------------ moving the leaf
 
@@ -550,12 +591,15 @@ class SessionStore:
         bodies: Sequence[Mapping[str, Any]],
         *,
         expected_leaf_id: str | _Unset | None = UNSET,
+        types: frozenset[str] | None = None,
     ) -> list[Entry]:
         """Append entries (JSON objects without id/parentId/timestamp) under the leaf.
 
         The batch is validated whole, then written with one ``write()``; each
         entry becomes the child of the one before. ``expected_leaf_id`` guards
-        against appending under a leaf the caller did not know had moved.
+        against appending under a leaf the caller did not know had moved. ``types``
+        are the entry types allowed (default: those a client may append to a file of
+        this dialect).
         """
         self._check_writable()
         if self._persisted:
@@ -579,7 +623,14 @@ class SessionStore:
         prepared: list[tuple[EntryRecord, Entry, bytes]] = []
         for index, body in enumerate(bodies):
             record, entry, line = self._prepare(
-                body, index, parent_id, taken, timestamp, now_ms, on_path
+                body,
+                index,
+                parent_id,
+                taken,
+                timestamp,
+                now_ms,
+                on_path,
+                self.dialect.appendable_types if types is None else types,
             )
             prepared.append((record, entry, line))
             taken[record.id] = editable_role(record)
@@ -606,6 +657,10 @@ class SessionStore:
         return self.append(body)
 
     def set_name(self, name: str) -> Entry:
+        """Name the session: pi's ``session_info`` entry, or on oh-my-pi's files its
+        ``title_change`` entry and the title line rewritten (see ``title_line``)."""
+        if self.title_slot is not None:
+            return title_line.rename(self, name)
         return self.append({"type": "session_info", "name": name.strip()})
 
     def branch_with_summary(
@@ -625,17 +680,13 @@ class SessionStore:
             self.reset_leaf()
         else:
             self.branch(from_id)
-        body: dict[str, Any] = {
-            "type": "branch_summary",
-            "fromId": old_leaf if old_leaf is not None else "root",
-            "summary": summary,
-        }
-        if details is not None:
-            body["details"] = details
-        # pi writes fromHook on every summary it makes; oh-my-pi reads fromExtension.
-        body["fromHook"] = from_extension
-        if from_extension:
-            body["fromExtension"] = True
+        body = self.dialect.branch_summary_body(
+            position=from_id if from_id is not None else "root",
+            old_leaf=old_leaf if old_leaf is not None else "root",
+            summary=summary,
+            details=details,
+            from_extension=from_extension,
+        )
         return self.append(body)
 
     def _prepare(
@@ -647,15 +698,24 @@ class SessionStore:
         timestamp: str,
         now_ms: int | None,
         on_path: set[str],
+        allowed: frozenset[str],
     ) -> tuple[EntryRecord, Entry, bytes]:
         where = f"entries[{index}]"
         if not isinstance(body, Mapping):
             raise InvalidEntryError(f"{where}: an entry must be a JSON object", index=index)
         entry_type = body.get("type")
         if not isinstance(entry_type, str) or entry_type not in ENTRY_TYPES:
-            known = ", ".join(sorted(ENTRY_TYPES))
+            known = ", ".join(sorted(self.dialect.appendable_types))
             raise InvalidEntryError(
                 f"{where}: unknown entry type {entry_type!r} (known: {known})", index=index
+            )
+        if entry_type not in allowed:
+            raise InvalidEntryError(
+                f"{where}: {entry_type} entries are not appended to {self.dialect.name}'s "
+                f"session files"
+                + (" (session/setName names a session)" if entry_type in _NAMING_TYPES else ""),
+                index=index,
+                reason="wrongDialect",
             )
         for key in _BASE_KEYS:
             if key in body:
@@ -801,8 +861,9 @@ class SessionStore:
             self._write_unwritten()
 
     def _write_unwritten(self) -> None:
-        chunks = [self._header_line, b"\n"]
-        offset = len(self._header_line) + 1
+        first = title_line.first_line(self)
+        chunks = [first, self._header_line, b"\n"]
+        offset = len(first) + len(self._header_line) + 1
         offsets: list[int] = []
         for record in self._unwritten_order:
             line = self._unwritten[record.id]
@@ -826,7 +887,8 @@ class SessionStore:
             version=CURRENT_SESSION_VERSION,
             records=list(self._records) + written,
             size=offset,
-            line_count=1 + len(self._records) + len(written),
+            line_count=1 + bool(first) + len(self._records) + len(written),
+            title_slot=self.title_slot,
         )
         self._follower.saw(self._reader(), self._size)
 

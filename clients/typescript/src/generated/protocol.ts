@@ -55,6 +55,8 @@ export interface AssistantMessage {
   ttft?: number | null;
   /** @default null */
   thinkingLevel?: string | null;
+  /** @default null */
+  retryRecovery?: unknown;
 }
 
 /** An assistant message to append: as stored, but api is required (pi always writes it). */
@@ -80,6 +82,8 @@ export interface AssistantMessageInput {
   ttft?: number | null;
   /** @default null */
   thinkingLevel?: string | null;
+  /** @default null */
+  retryRecovery?: unknown;
 }
 
 /**
@@ -306,6 +310,14 @@ export interface CompactionEntry {
   usage?: TokenUsage | null;
   /** @default null */
   systemMessage?: SystemMessage | null;
+  /** @default null */
+  tokensAfter?: number | null;
+  /** @default null */
+  method?: string | null;
+  /** @default null */
+  providerReplayThroughEntryId?: string | null;
+  /** @default null */
+  warning?: string | null;
 }
 
 export interface CompactionEntryInput {
@@ -327,6 +339,14 @@ export interface CompactionEntryInput {
   usage?: TokenUsage | null;
   /** @default null */
   systemMessage?: SystemMessage | null;
+  /** @default null */
+  tokensAfter?: number | null;
+  /** @default null */
+  method?: string | null;
+  /** @default null */
+  providerReplayThroughEntryId?: string | null;
+  /** @default null */
+  warning?: string | null;
 }
 
 export interface CompactionPreparationWire {
@@ -383,6 +403,14 @@ export interface CompactionSummaryMessage {
   shortSummary?: string | null;
   /** @default null */
   providerPayload?: unknown;
+  /** @default null */
+  tokensAfter?: number | null;
+  /** @default null */
+  method?: string | null;
+  /** @default null */
+  warning?: string | null;
+  /** @default null */
+  historyRewriteAt?: number | null;
 }
 
 /**
@@ -433,6 +461,23 @@ export interface Cost {
   cacheWrite?: number;
   /** @default 0 */
   total?: number;
+}
+
+/** oh-my-pi: which account (a sha-256 of it) served a provider's requests. */
+export interface CredentialPinEntry {
+  type: "credential_pin";
+  id: string;
+  parentId: string | null;
+  timestamp: string;
+  provider: string;
+  hash: string;
+}
+
+/** oh-my-pi's record of the account that served a provider (its files only). */
+export interface CredentialPinEntryInput {
+  type: "credential_pin";
+  provider: string;
+  hash: string;
 }
 
 export interface CustomEntry {
@@ -528,10 +573,10 @@ export interface EntriesResult {
 }
 
 /** A stored entry (a line of the session file after the header), tagged by `type`. Reads return it as stored: unknown fields are kept, and an entry of a type not listed here (from a newer pi, or another tool) is passed through as it is. */
-export type Entry = MessageEntry | ThinkingLevelChangeEntry | ModelChangeEntry | CompactionEntry | BranchSummaryEntry | CustomEntry | CustomMessageEntry | LabelEntry | SessionInfoEntry | ContextEditEntry | UsageEntry | ServiceTierChangeEntry | TtsrInjectionEntry | McpToolSelectionEntry | SessionInitEntry | ModeChangeEntry;
+export type Entry = MessageEntry | ThinkingLevelChangeEntry | ModelChangeEntry | CompactionEntry | BranchSummaryEntry | CustomEntry | CustomMessageEntry | LabelEntry | SessionInfoEntry | ContextEditEntry | UsageEntry | ServiceTierChangeEntry | TtsrInjectionEntry | McpToolSelectionEntry | SessionInitEntry | ModeChangeEntry | ResetBoundaryEntry | TitleChangeEntry | ModelUsageEntry | CredentialPinEntry;
 
-/** An entry to append (`session/append`): a stored entry without `id`, `parentId` and `timestamp`, which sessiond assigns (an entry that has one is refused). */
-export type EntryInput = MessageEntryInput | ThinkingLevelChangeEntryInput | ModelChangeEntryInput | CompactionEntryInput | BranchSummaryEntryInput | CustomEntryInput | CustomMessageEntryInput | LabelEntryInput | SessionInfoEntryInput | ContextEditEntryInput | UsageEntryInput | ServiceTierChangeEntryInput | TtsrInjectionEntryInput | McpToolSelectionEntryInput | SessionInitEntryInput | ModeChangeEntryInput;
+/** An entry to append (`session/append`): a stored entry without `id`, `parentId` and `timestamp`, which sessiond assigns (an entry that has one is refused). `reset_boundary`, `model_usage` and `credential_pin` are appended to oh-my-pi's files only; `session_info` to pi's only; `title_change` is written by `session/setName`, never appended. */
+export type EntryInput = MessageEntryInput | ThinkingLevelChangeEntryInput | ModelChangeEntryInput | CompactionEntryInput | BranchSummaryEntryInput | CustomEntryInput | CustomMessageEntryInput | LabelEntryInput | SessionInfoEntryInput | ContextEditEntryInput | UsageEntryInput | ServiceTierChangeEntryInput | TtsrInjectionEntryInput | McpToolSelectionEntryInput | SessionInitEntryInput | ModeChangeEntryInput | ResetBoundaryEntryInput | TitleChangeEntryInput | ModelUsageEntryInput | CredentialPinEntryInput;
 
 export interface EntryParams {
   sessionId: string;
@@ -742,6 +787,8 @@ export interface ModelChangeEntry {
   model?: string | null;
   /** @default null */
   role?: string | null;
+  /** @default null */
+  resolvedModelIsFallback?: boolean | null;
 }
 
 export interface ModelChangeEntryInput {
@@ -754,11 +801,46 @@ export interface ModelChangeEntryInput {
   model?: string | null;
   /** @default null */
   role?: string | null;
+  /** @default null */
+  resolvedModelIsFallback?: boolean | null;
 }
 
 export interface ModelRef {
   provider: string;
   modelId: string;
+}
+
+/** oh-my-pi: a model call outside the conversation (a title, a summary), for accounting. */
+export interface ModelUsageEntry {
+  type: "model_usage";
+  id: string;
+  parentId: string | null;
+  timestamp: string;
+  purpose: string;
+  api: string;
+  provider: string;
+  model: string;
+  usage: TokenUsage;
+  stopReason: string;
+  /** @default null */
+  role?: string | null;
+  /** @default null */
+  errorMessage?: string | null;
+}
+
+/** oh-my-pi's usage of a model call outside the conversation (its files only). */
+export interface ModelUsageEntryInput {
+  type: "model_usage";
+  purpose: string;
+  api: string;
+  provider: string;
+  model: string;
+  usage: TokenUsage;
+  stopReason: string;
+  /** @default null */
+  role?: string | null;
+  /** @default null */
+  errorMessage?: string | null;
 }
 
 export interface NavigateParams {
@@ -830,6 +912,8 @@ export interface OpenSessionResult {
   name?: string | null;
   /** @default null */
   recovery?: RecoveryReport | null;
+  /** @default "pi" */
+  dialect?: "oh-my-pi" | "pi";
 }
 
 export interface PathParams {
@@ -902,6 +986,22 @@ export interface RedactedThinkingContent {
   data: string;
 }
 
+/**
+ * oh-my-pi's ``/clear``: on its files, the context starts after the latest one that
+ * comes after the latest compaction.
+ */
+export interface ResetBoundaryEntry {
+  type: "reset_boundary";
+  id: string;
+  parentId: string | null;
+  timestamp: string;
+}
+
+/** oh-my-pi's /clear (its files only). */
+export interface ResetBoundaryEntryInput {
+  type: "reset_boundary";
+}
+
 export interface RunCompactionParams {
   sessionId: string;
   /** @default null */
@@ -940,12 +1040,14 @@ export interface ServiceTierChangeEntry {
   id: string;
   parentId: string | null;
   timestamp: string;
-  serviceTier: string | null;
+  /** @default null */
+  serviceTier?: string | (Record<string, string | null>) | null;
 }
 
 export interface ServiceTierChangeEntryInput {
   type: "service_tier_change";
-  serviceTier: string | null;
+  /** @default null */
+  serviceTier?: string | (Record<string, string | null>) | null;
 }
 
 export interface SessionChanged {
@@ -971,6 +1073,12 @@ export interface SessionHeader {
   title?: string | null;
   /** @default null */
   titleSource?: string | null;
+  /** @default null */
+  additionalDirectories?: string[] | null;
+  /** @default null */
+  previousSessionFiles?: string[] | null;
+  /** @default null */
+  providerPromptCacheKey?: string | null;
 }
 
 export interface SessionInfoEntry {
@@ -1104,11 +1212,40 @@ export interface ThinkingLevelChangeEntry {
   parentId: string | null;
   timestamp: string;
   thinkingLevel: string | null;
+  /** @default null */
+  configured?: string | null;
 }
 
 export interface ThinkingLevelChangeEntryInput {
   type: "thinking_level_change";
   thinkingLevel: string | null;
+  /** @default null */
+  configured?: string | null;
+}
+
+/** oh-my-pi's record of a rename; the name itself is in the file's title line. */
+export interface TitleChangeEntry {
+  type: "title_change";
+  id: string;
+  parentId: string | null;
+  timestamp: string;
+  title: string;
+  source: string;
+  /** @default null */
+  previousTitle?: string | null;
+  /** @default null */
+  trigger?: string | null;
+}
+
+/** oh-my-pi's rename record: written by ``session/setName``, never appended directly. */
+export interface TitleChangeEntryInput {
+  type: "title_change";
+  title: string;
+  source: string;
+  /** @default null */
+  previousTitle?: string | null;
+  /** @default null */
+  trigger?: string | null;
 }
 
 /** Token usage of one provider call. ``input`` counts non-cached input only. */
