@@ -43,12 +43,12 @@ import msgspec
 from bench.generate_session import generate
 from bench.readme import write_section
 from bench.summary_metrics import (
+    backticked,
     cut_off_items,
     done_is_empty,
     entities,
     first_person_lines,
     plain_words,
-    backticked,
 )
 from sessiond.core.convert import convert_to_llm
 from sessiond.core.decode import NotAnEntry, decode_entry
@@ -143,21 +143,18 @@ def corpus_cases(corpus: Path, held_out: set[str]) -> list[Case]:
                 continue
             if span and isinstance(span[0], CompactionEntry):
                 span[0] = msgspec.structs.replace(span[0], parent_id=None)
-            cases.append(
-                Case(folder, path.name, number, span, entry.summary, folder in held_out)
-            )
+            cases.append(Case(folder, path.name, number, span, entry.summary, folder in held_out))
     return cases
 
 
 def compact_offline(entries: list[Entry], directory: Path) -> str:
     """The summary ``sessiond compact`` writes for this session with the offline summarizer."""
+    from sessiond.core.preparation import NotCompactable
     from sessiond.service.compactor import Compactor, raise_not_compactable
     from sessiond.service.summarizers import summary_context
+    from sessiond.store.claude_code import ImportStats
     from sessiond.store.session import SessionStore
     from sessiond.tokenizer import estimator
-
-    from sessiond.core.preparation import NotCompactable
-    from sessiond.store.claude_code import ImportStats
 
     path = directory / "span.jsonl"
     stats = ImportStats(first_timestamp=entries[0].timestamp if entries else None)
@@ -296,7 +293,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("corpus", nargs="?", type=Path, default=CORPUS, help="corpus directory")
     parser.add_argument(
-        "--held-out", action="append", default=[], metavar="FOLDER",
+        "--held-out",
+        action="append",
+        default=[],
+        metavar="FOLDER",
         help="a source folder reported apart (not used to develop the rules)",
     )
     parser.add_argument("--show", metavar="FOLDER/FILE#N", help="print both summaries of one")

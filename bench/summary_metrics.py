@@ -21,20 +21,174 @@ from typing import Final
 
 # The closed classes of English: words that are never names by themselves.
 FUNCTION_WORDS: Final = frozenset(
-    """a an the this that these those some any each every no all both either neither
-    i me my mine we us our ours you your yours he him his she her hers it its they them
-    their theirs who whom whose which what where when why how
-    and or but nor so yet if then than because since while although though unless until
-    as at by for from in into of off on onto out over to up upon with within without
-    about above across after against along among around before behind below beneath
-    beside between beyond during except inside near outside past through toward towards
-    under via
-    is am are was were be been being do does did done have has had having
-    will would shall should can could may might must not
-    there here also just only very too""".split()
+    [
+        "a",
+        "an",
+        "the",
+        "this",
+        "that",
+        "these",
+        "those",
+        "some",
+        "any",
+        "each",
+        "every",
+        "no",
+        "all",
+        "both",
+        "either",
+        "neither",
+        "i",
+        "me",
+        "my",
+        "mine",
+        "we",
+        "us",
+        "our",
+        "ours",
+        "you",
+        "your",
+        "yours",
+        "he",
+        "him",
+        "his",
+        "she",
+        "her",
+        "hers",
+        "it",
+        "its",
+        "they",
+        "them",
+        "their",
+        "theirs",
+        "who",
+        "whom",
+        "whose",
+        "which",
+        "what",
+        "where",
+        "when",
+        "why",
+        "how",
+        "and",
+        "or",
+        "but",
+        "nor",
+        "so",
+        "yet",
+        "if",
+        "then",
+        "than",
+        "because",
+        "since",
+        "while",
+        "although",
+        "though",
+        "unless",
+        "until",
+        "as",
+        "at",
+        "by",
+        "for",
+        "from",
+        "in",
+        "into",
+        "of",
+        "off",
+        "on",
+        "onto",
+        "out",
+        "over",
+        "to",
+        "up",
+        "upon",
+        "with",
+        "within",
+        "without",
+        "about",
+        "above",
+        "across",
+        "after",
+        "against",
+        "along",
+        "among",
+        "around",
+        "before",
+        "behind",
+        "below",
+        "beneath",
+        "beside",
+        "between",
+        "beyond",
+        "during",
+        "except",
+        "inside",
+        "near",
+        "outside",
+        "past",
+        "through",
+        "toward",
+        "towards",
+        "under",
+        "via",
+        "is",
+        "am",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "do",
+        "does",
+        "did",
+        "done",
+        "have",
+        "has",
+        "had",
+        "having",
+        "will",
+        "would",
+        "shall",
+        "should",
+        "can",
+        "could",
+        "may",
+        "might",
+        "must",
+        "not",
+        "there",
+        "here",
+        "also",
+        "just",
+        "only",
+        "very",
+        "too",
+    ]
 )
-_FIRST_PERSON: Final = frozenset("i i'm i'll i've i'd me my mine myself we we're we'll "
-                                 "we've we'd us our ours ourselves let's".split())
+_FIRST_PERSON: Final = frozenset(
+    [
+        "i",
+        "i'm",
+        "i'll",
+        "i've",
+        "i'd",
+        "me",
+        "my",
+        "mine",
+        "myself",
+        "we",
+        "we're",
+        "we'll",
+        "we've",
+        "we'd",
+        "us",
+        "our",
+        "ours",
+        "ourselves",
+        "let's",
+    ]
+)
 _BACKTICKED: Final = re.compile(r"`([^`\n]+)`")
 _FENCE: Final = re.compile(r"^\s*(```|~~~)")
 _PATH: Final = re.compile(
@@ -112,9 +266,7 @@ def _items(text: str) -> list[tuple[str, list[str], bool]]:
             continue
         indent = len(item.group(1))
         following = lines[index + 1] if index + 1 < len(lines) else ""
-        nested = bool(following.strip()) and (
-            len(following) - len(following.lstrip()) > indent
-        )
+        nested = bool(following.strip()) and (len(following) - len(following.lstrip()) > indent)
         items.append((item.group(2).strip(), list(headings), nested))
     return items
 
@@ -127,12 +279,34 @@ def cut_off_items(summary: str) -> list[str]:
         end = text.rstrip("*_ ")
         words = _WORD.findall(end[-30:])
         last = words[-1].lower() if words and end[-1:].isalpha() else ""
-        if end.endswith((",", ";", "…", "...", "(", "[", "{")) or last in FUNCTION_WORDS - {
-            "done", "it", "them", "this", "that", "these", "those", "here", "there", "too",
-            "also", "out", "up", "off", "on", "in", "over", "through", "down", "all",
-        }:
-            cut.append(text)
-        elif end.endswith(":") and not nested:
+        if (
+            end.endswith((",", ";", "…", "...", "(", "[", "{"))
+            or last
+            in FUNCTION_WORDS
+            - {
+                "done",
+                "it",
+                "them",
+                "this",
+                "that",
+                "these",
+                "those",
+                "here",
+                "there",
+                "too",
+                "also",
+                "out",
+                "up",
+                "off",
+                "on",
+                "in",
+                "over",
+                "through",
+                "down",
+                "all",
+            }
+            or (end.endswith(":") and not nested)
+        ):
             cut.append(text)
     return cut
 

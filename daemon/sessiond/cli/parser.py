@@ -31,7 +31,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"sessiond {__version__}")
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
     for module in (
-        serve_cmd, demo_cmd, context_cmd, tree_cmd, info_cmd, compact_cmd, import_cmd, schema_cmd
+        serve_cmd,
+        demo_cmd,
+        context_cmd,
+        tree_cmd,
+        info_cmd,
+        compact_cmd,
+        import_cmd,
+        schema_cmd,
     ):
         module.add_parser(subparsers)
     navigate_cmd.add_parsers(subparsers)

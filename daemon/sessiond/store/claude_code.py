@@ -45,9 +45,9 @@ from sessiond.core.messages import (
     ThinkingContent,
     ToolCall,
     ToolResultMessage,
+    Usage,
     UserContentBlock,
     UserMessage,
-    Usage,
 )
 from sessiond.errors import InvalidSessionFileError
 
@@ -182,6 +182,7 @@ class ClaudeCodeReader:
         self._parent: str | None = None
         self._answer: _Answer | None = None
         self._shell_command: tuple[str, str] | None = None  # (command, timestamp)
+        self._said: tuple[list[UserContentBlock], str] | None = None  # user text gathered
         self._boundary_tokens: int | None = None
         self._timestamp = "1970-01-01T00:00:00.000Z"
         self._line = 0
@@ -217,7 +218,9 @@ class ClaudeCodeReader:
         try:
             message = msgspec.convert(record.message, _Message)
         except msgspec.ValidationError as exc:
-            raise _refuse(line, f"a {record.type} record's message is not readable ({exc})") from None
+            raise _refuse(
+                line, f"a {record.type} record's message is not readable ({exc})"
+            ) from None
         if record.type == "assistant":
             yield from self._assistant(record, message)
         else:
@@ -317,30 +320,37 @@ class ClaudeCodeReader:
             if not _texts(rest) and not _images(rest):
                 return
             content = rest
-        yield from self._flush()
+        yield from self._flush_answer()
         text = _joined_text(content)
         stripped = text.lstrip()
         if stripped.startswith(_CAVEAT) or stripped.startswith(_LOCAL_OUTPUT):
             return
         if stripped.startswith("<bash-input>"):
+            yield from self._flush()
             self._shell_command = (_between(text, "bash-input") or "", self._timestamp)
             return
         if stripped.startswith(("<bash-stdout>", "<bash-stderr>")):
+            yield from self._flush()
             yield from self._shell_run(text)
             return
         if "<command-name>" in text:
             typed = _typed_command(text)
-            if typed:
-                yield self._message(UserMessage(content=typed, timestamp=self._ms()))
-            return
-        blocks: list[UserContentBlock] = [TextContent(text=t) for t in _texts(content)]
-        blocks += _images(content if isinstance(content, list) else [])
-        if not blocks:
-            return
-        if len(blocks) == 1 and isinstance(blocks[0], TextContent):
-            yield self._message(UserMessage(content=blocks[0].text, timestamp=self._ms()))
+            blocks: list[UserContentBlock] = [TextContent(text=typed)] if typed else []
         else:
-            yield self._message(UserMessage(content=blocks, timestamp=self._ms()))
+            blocks = [TextContent(text=t) for t in _texts(content)]
+            blocks += _images(content if isinstance(content, list) else [])
+        if blocks:
+            yield from self._say(blocks)
+
+    def _say(self, blocks: list[UserContentBlock]) -> Iterator[Entry]:
+        """Consecutive user records are one message to the model (Claude Code merges
+        them before it sends them): they are gathered into one pi user message."""
+        if self._said is None:
+            self._said = ([], self._timestamp)
+        said = self._said[0]
+        said += blocks
+        if len(said) > MAX_ANSWER_BLOCKS or sum(_size(b) for b in said) > MAX_ANSWER_CHARS:
+            yield from self._flush()
 
     def _results(self, blocks: list[dict[str, Any]]) -> None:
         answer = self._answer
@@ -374,7 +384,10 @@ class ClaudeCodeReader:
         )
         yield self._message(
             BashExecutionMessage(
-                command=command, output=output, cancelled=False, truncated=False,
+                command=command,
+                output=output,
+                cancelled=False,
+                truncated=False,
                 timestamp=self._ms(),
             )
         )
@@ -401,6 +414,18 @@ class ClaudeCodeReader:
     # -- writing out
 
     def _flush(self) -> Iterator[Entry]:
+        """Write out what is gathered: the user's message or the model's answer."""
+        said, self._said = self._said, None
+        if said is not None:
+            blocks, timestamp = said
+            content: str | list[UserContentBlock] = blocks
+            if len(blocks) == 1 and isinstance(blocks[0], TextContent):
+                content = blocks[0].text
+            message = UserMessage(content=content, timestamp=_epoch_ms(timestamp))
+            yield self._message(message, timestamp)
+        yield from self._flush_answer()
+
+    def _flush_answer(self) -> Iterator[Entry]:
         answer, self._answer = self._answer, None
         if answer is None or (not answer.blocks and answer.error is None):
             return
@@ -516,7 +541,10 @@ def _usage(data: dict[str, Any]) -> Usage:
 
     # Anthropic's input_tokens, like pi's usage.input, counts only what the cache did not hold.
     fresh, output = tokens("input_tokens"), tokens("output_tokens")
-    cache_read, cache_write = tokens("cache_read_input_tokens"), tokens("cache_creation_input_tokens")
+    cache_read, cache_write = (
+        tokens("cache_read_input_tokens"),
+        tokens("cache_creation_input_tokens"),
+    )
     return Usage(
         input=fresh,
         output=output,

@@ -55,7 +55,8 @@ def transcript_lines(path: Path) -> Iterator[tuple[int, bytes]]:
             if head != _GZIP_MAGIC:
                 raise
             raise InvalidSessionFileError(
-                f"{path}: the gzip data is damaged ({exc})", reason="invalidTranscript",
+                f"{path}: the gzip data is damaged ({exc})",
+                reason="invalidTranscript",
                 path=str(path),
             ) from None
 
@@ -72,12 +73,15 @@ def _lines(stream: BinaryIO, path: Path) -> Iterator[tuple[int, bytes]]:
         if total > MAX_TRANSCRIPT_BYTES:
             raise InvalidSessionFileError(
                 f"{path}: the transcript is longer than {MAX_TRANSCRIPT_BYTES // 2**30} GiB",
-                reason="tooLarge", path=str(path),
+                reason="tooLarge",
+                path=str(path),
             )
         if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
             raise InvalidSessionFileError(
                 f"{path}: line {number} is longer than {MAX_LINE_BYTES // 2**20} MiB",
-                reason="lineTooLong", path=str(path), line=number,
+                reason="lineTooLong",
+                path=str(path),
+                line=number,
             )
         if line.strip():
             yield number, line
@@ -96,7 +100,8 @@ def import_claude_code(source: Path, target: Path, *, overwrite: bool = False) -
     if first is None:
         raise InvalidSessionFileError(
             f"{source}: no conversation found (is it a Claude Code transcript?)",
-            reason="emptyTranscript", path=str(source),
+            reason="emptyTranscript",
+            path=str(source),
         )
     header = session_header(reader.stats)
     atomic_write(target, _session_lines(header, first, entries))

@@ -1,46 +1,48 @@
 """The rules that turn facts into checkpoint sections; every line cites the conversation.
 
-- Goal: the first real request, in its first sentence or two; later requests as
-  "Then:" lines (pi's prompt allows several items when the session had several tasks).
-- Done: files whose edit or write succeeded, checks (tests, builds, linters) whose
-  output shows no failure, and sentences in which the assistant reported something
-  finished. A request is never listed as done: asking is not doing.
+- Goal: the first real request as the task it asks for (``requests``); later requests
+  as "Then:" lines (pi's prompt allows several items when the session had several tasks).
+- Done: files whose edit or write succeeded, with the functions and types the change
+  declared or brought in; checks (tests, builds, linters) whose output shows no
+  failure; and the assistant's sentences reporting something finished, from every
+  reply of the turn (a long turn reports as it goes), without their "I". A request is
+  never listed as done: asking is not doing.
 - In Progress: the last request, when the assistant was still calling tools at the end.
 - Blocked: tool errors that no later success on the same file or command cleared.
+- Key Decisions: the assistant's statements of a choice (instead of, rather than,
+  because ...), not its announcements of what it will do next.
 - Next Steps: the open request, the unfinished work, the open errors, and what the
   assistant's last reply itself proposed.
-- Critical Context: the paths, commands and backticked names the conversation used,
-  errors and how they were resolved, and the open request word for word.
+- Critical Context: a long request's outline, the assistant's findings that state the
+  names the conversation worked on (``findings``), errors and how they were resolved,
+  files read, commands run, the names still unstated, and the open request word for word.
+
+Every line holds whole sentences: one too long for its line is left out, not cut.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, fields, replace
 
 from sessiond.llm.extractive.checkpoint import Checkpoint
 from sessiond.llm.extractive.facts import Action, Facts, Turn
+from sessiond.llm.extractive.findings import candidates, choose, name_weights
+from sessiond.llm.extractive.requests import constraints, is_task, outline, task_line
 from sessiond.llm.extractive.text import (
     cached,
     clip,
     code_list,
-    code_names,
-    gist,
     impersonal,
+    in_first_person,
+    is_finished,
     one_line,
     quote,
     sentences,
-    strip_filler,
     unique,
 )
 
-_CONSTRAINT = re.compile(
-    r"\b(must|must not|mustn't|don't|do not|never|always|prefer|should|shouldn't|avoid"
-    r"|make sure|only use|without|keep)\b",
-    re.IGNORECASE,
-)
 _DECISION = re.compile(
     r"\b(decided|decision|instead of|rather than|chose|choose|going with|opted|switched to"
     r"|i'll use|i will use|we'll use|because)\b",
@@ -68,13 +70,6 @@ _SAYS_IN_PROGRESS = re.compile(
     r"^(?:\W*)(current work is|currently|in progress:|still working on|working on)\b",
     re.IGNORECASE,
 )
-# Paths and code-like names written without backticks in the conversation's prose.
-_PROSE_NAME = re.compile(
-    r"(?<![\w/.@`-])(?:~|\.{1,2})?/?(?:[\w@.-]++/)+[\w@.-]*\w(?:\{[^}\s]*\})?"
-    r"|(?<![\w/.@`-])/[\w.-]*\w"
-    r"|\b[a-z][a-z0-9]*(?:-[a-z0-9]+){2,}\b"
-    r"|\b[a-z]+[A-Z]\w*\b|\b[a-z][a-z0-9]*_[a-z0-9_]+\b"
-)
 _CHECK = re.compile(
     r"\b(test|tests|pytest|jest|vitest|mocha|unittest|tsc|mypy|pyright|ruff|eslint|biome|lint"
     r"|check|build|compile|clippy|make|npm run|pnpm|yarn|gradle|mvn|ctest)\b",
@@ -89,24 +84,26 @@ _CD = re.compile(r"^\s*cd\s")
 class Limits:
     """How much of each kind goes in; all shrink together when the text is too long."""
 
-    goal: int = 320
-    item: int = 220
+    goal: int = 400
+    item: int = 320
     pending: int = 1500
-    last_reply: int = 300
-    later_requests: int = 3
-    done: int = 40
-    reported: int = 3
-    decisions: int = 6
-    constraints: int = 6
-    files: int = 60
-    commands: int = 12
-    names: int = 60
-    errors: int = 6
-    defined: int = 6
+    last_reply: int = 400
+    later_requests: int = 6
+    done: int = 60
+    reported: int = 4
+    decisions: int = 10
+    constraints: int = 8
+    files: int = 80
+    commands: int = 16
+    names: int = 40
+    errors: int = 8
+    defined: int = 12
+    outline: int = 30
+    findings: int = 12000
 
     def scaled(self, factor: float) -> Limits:
         """Counts shrink with ``factor``; lengths more slowly and not below a readable floor,
-        because a line cut too short says nothing."""
+        because a line too short for its sentence leaves the sentence out."""
         changes: dict[str, int] = {}
         for spec in fields(self):
             value: int = getattr(self, spec.name)
@@ -118,7 +115,7 @@ class Limits:
         return replace(self, **changes)
 
 
-_LENGTH_FLOORS = {"goal": 160, "item": 100, "pending": 400, "last_reply": 160}
+_LENGTH_FLOORS = {"goal": 200, "item": 200, "pending": 400, "last_reply": 200}
 
 
 # Longer "sentences" are lists, logs or code that lost their line breaks, not statements.
@@ -151,10 +148,6 @@ def _keys(action: Action) -> list[str]:
     return [action.path] if action.path else []
 
 
-def _is_task(request: str) -> bool:
-    return not request.lstrip().startswith("/") and len(request.split()) >= 3
-
-
 def build_checkpoint(
     facts: Facts, limits: Limits, *, goal_known: bool, branch: bool = False
 ) -> Checkpoint:
@@ -165,7 +158,7 @@ def build_checkpoint(
     cp.in_progress = _in_progress(facts, limits)
     unresolved, resolved = _errors(facts)
     cp.blocked = [
-        f"- `{key}` failed: `{clip(error, limits.item)}`"
+        f"- `{key}` failed: {excerpt(error, limits.item)}"
         for key, error in unresolved[-limits.errors :]
     ]
     said_in_progress, said_blocked = _said_state(facts, limits)
@@ -178,25 +171,35 @@ def build_checkpoint(
 
 
 def _goal(facts: Facts, limits: Limits, *, goal_known: bool) -> list[str]:
-    tasks = [request for request in facts.requests if _is_task(request)]
+    tasks = [request for request in facts.requests if is_task(request)]
     if not tasks:
         return []
-    lines = [] if goal_known else [gist(tasks[0], limits.goal)]
+    first = task_line(tasks[0], limits.goal) if not goal_known else ""
+    lines = [first] if first else []
     later = tasks if goal_known else tasks[1:]
     if facts.pending_request is not None and later and later[-1] is facts.pending_request:
         later = later[:-1]  # the open request is quoted under Next Steps and Critical Context
-    then = unique(gist(request, limits.item, 1) for request in later)
-    return lines + [f"- Then: {item}" for item in then[-limits.later_requests :]]
+    then = unique(task_line(request, limits.item, 1) for request in later)
+    return lines + [f"- Then: {item}" for item in then[-limits.later_requests :] if item]
 
 
 def _constraints(facts: Facts, limits: Limits) -> list[str]:
-    found = unique(
-        sentence
-        for request in facts.requests
-        for sentence in sentences(request)
-        if _matches(_CONSTRAINT, sentence) and len(sentence) > 12
-    )
-    return [f"- {clip(strip_filler(s), limits.item)}" for s in found[: limits.constraints]]
+    return constraints(facts.requests, limits.item, limits.constraints)
+
+
+def excerpt(text: str, limit: int) -> str:
+    """Output quoted in code font, cut (and marked so) inside the quote when too long."""
+    shown = text if len(text) <= limit else text[: max(1, limit - 2)].rstrip() + " …"
+    return f"`{shown.replace('`', chr(39))}`"
+
+
+def _statement(sentence: str, limit: int) -> str | None:
+    """A sentence of the assistant's as a line of the summary: whole, finished, without
+    its "I", and not still speaking in the first person; None when it cannot be one."""
+    if len(sentence) > limit or not is_finished(sentence):
+        return None
+    line = impersonal(sentence)
+    return None if in_first_person(line) else line
 
 
 def _done(facts: Facts, limits: Limits) -> list[str]:
@@ -209,10 +212,15 @@ def _done(facts: Facts, limits: Limits) -> list[str]:
             short_command(a.command) for a in turn.actions if a.command and id(a) in passed
         ):
             items.append(f"- [x] `{command}` passed")
-        reply = turn.final_reply
-        if reply is not None:
-            said = [s for s in sentences(reply) if _matches(_REPORTED, s) and len(s) > 12]
-            items += [f"- [x] {clip(impersonal(s), limits.item)}" for s in said[: limits.reported]]
+        said = [
+            line
+            for reply in turn.replies
+            for sentence in sentences(reply)
+            if _matches(_REPORTED, sentence) and len(sentence) > 12
+            if (line := _statement(sentence, limits.item)) is not None
+        ]
+        # The turn's last reports: a long turn reports as it goes, the last ones sum up.
+        items += [f"- [x] {line}" for line in unique(said)[-limits.reported :]]
     return unique(items)
 
 
@@ -224,7 +232,9 @@ def _changed_files(turn: Turn, shown: dict[str, set[str]], limit: int) -> list[s
     for action in turn.actions:
         if action.writes and action.path and action.succeeded:
             tools.setdefault(action.path, set()).add(action.tool.lower())
-            defined[action.path] = unique([*defined.get(action.path, []), *action.defines])
+            defined[action.path] = unique(
+                [*defined.get(action.path, []), *action.defines, *action.added]
+            )
     by_verb: dict[str, list[str]] = {}
     for path, used in tools.items():
         new_names = [name for name in defined[path] if name not in shown.get(path, set())]
@@ -268,8 +278,8 @@ def _in_progress(facts: Facts, limits: Limits) -> list[str]:
     step = last.actions[-1]
     target = short_command(step.command) if step.command else step.path
     detail = f" (last step: `{step.tool}`" + (f" `{target}`)" if target else ")")
-    if last.request is not None:
-        return [f"- [ ] {gist(last.request, limits.item, 1)}{detail}"]
+    if last.request is not None and (task := task_line(last.request, limits.item, 1)):
+        return [f"- [ ] {task}{detail}"]
     return [f"- [ ] The work the previous summary left in progress{detail}"]
 
 
@@ -281,10 +291,12 @@ def _said_state(facts: Facts, limits: Limits) -> tuple[list[str], list[str]]:
     in_progress: list[str] = []
     blocked: list[str] = []
     for sentence in sentences(reply):
+        if len(sentence) > limits.item or not is_finished(sentence):
+            continue
         if _SAYS_BLOCKED.match(sentence):
-            blocked.append(f"- {clip(sentence, limits.item)}")
+            blocked.append(f"- {sentence}")
         elif _SAYS_IN_PROGRESS.match(sentence):
-            in_progress.append(f"- [ ] {clip(sentence, limits.item)}")
+            in_progress.append(f"- [ ] {sentence}")
     return in_progress, blocked
 
 
@@ -317,37 +329,58 @@ def unique_pairs(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
 
 def _decisions(facts: Facts, limits: Limits) -> list[str]:
     found = unique(
-        sentence
+        line
         for reply in facts.replies
         for sentence in sentences(reply)
         if _matches(_DECISION, sentence) and len(sentence) > 20
+        if not _INTENTION.match(sentence)
+        if (line := _statement(sentence, limits.item)) is not None
     )
-    return [_decision_line(impersonal(s), limits.item) for s in found[-limits.decisions :]]
+    return [_decision_line(line) for line in found[-limits.decisions :]]
 
 
-def _decision_line(sentence: str, limit: int) -> str:
+# What the assistant is about to do is narration, not a decision taken.
+_INTENTION = re.compile(
+    r"^\W*(?:(?:now|next|first|then|so|ok(?:ay)?)[,\s]+)*"
+    r"(?:let me|let's|i'll|i will|i need to|i'm going to|we'll|we need to|i should|time to)\b",
+    re.IGNORECASE,
+)
+
+
+def _decision_line(sentence: str) -> str:
     parts = _BECAUSE.split(sentence, maxsplit=1)
-    if len(parts) == 3 and parts[0].strip():
+    if len(parts) == 3 and len(parts[0].split()) >= 3 and is_finished(parts[2]):
         what, word, why = parts
-        return f"- **{clip(what.strip(), limit // 2)}**: {word.lower()} {clip(why, limit // 2)}"
-    return f"- {clip(sentence, limit)}"
+        return f"- **{what.strip()}**: {word.lower()} {why.strip()}"
+    return f"- {sentence}"
 
 
 def _next_steps(facts: Facts, limits: Limits, unresolved: list[tuple[str, str]]) -> list[str]:
     steps: list[str] = []
     pending = facts.pending_request
     if pending is not None:
-        steps.append(f'Answer the open user request: "{gist(pending, limits.item, 1)}"')
+        asked = task_line(pending, limits.item, 1)
+        steps.append(
+            f'Answer the open user request: "{asked}"'
+            if asked
+            else "Answer the open user request (quoted below)."
+        )
     last = facts.turns[-1] if facts.turns else None
     if last is not None and last.actions and not last.ended_with_reply:
-        what = gist(last.request, limits.item, 1) if last.request else "the work in progress"
+        what = (
+            task_line(last.request, limits.item, 1) if last.request else ""
+        ) or "the work in progress"
         steps.append(f"Finish: {what}")
     for key, error in unresolved[-2:]:
-        steps.append(f"Fix `{key}`: `{clip(error, limits.item // 2)}`")
+        steps.append(f"Fix `{key}`: {excerpt(error, limits.item // 2)}")
     reply = last.final_reply if last is not None else None
     if reply is not None and pending is None:
-        proposals = [s for s in sentences(reply) if _matches(_PROPOSAL, s)]
-        steps += [clip(s, limits.item) for s in proposals[-2:]]
+        proposals = [
+            s
+            for s in sentences(reply)
+            if _matches(_PROPOSAL, s) and len(s) <= limits.item and is_finished(s)
+        ]
+        steps += proposals[-2:]
     return steps or ["Wait for the user's next request."]
 
 
@@ -360,63 +393,50 @@ def _critical(
     branch: bool,
 ) -> list[str]:
     items: list[str] = []
-    modified, only_read = facts.files_changed, facts.files_only_read
-    if modified:
-        items.append(f"- Files modified: {code_list(modified, limits.files)}")
+    tasks = [request for request in facts.requests if is_task(request)]
+    for request in tasks[:1] + tasks[-1:] if len(tasks) > 1 else tasks:
+        headings = outline(request, limits.outline)
+        if headings:
+            items.append("- Outline of the request: " + "; ".join(headings))
+    written = "\n".join(cp.goal + cp.done + cp.blocked + cp.in_progress + cp.next_steps + items)
+    weights = name_weights(facts)
+    stated = {name for name in weights if name in written}
+    findings = choose(candidates(facts, limits.item), weights, stated, limits.findings)
+    items += [f"- {finding.sentence}" for finding in findings]
+    items += [
+        f"- Resolved: `{key}` failed with {excerpt(error, limits.item // 2)}, then succeeded"
+        for key, error in resolved[-limits.errors :]
+    ]
+    only_read = facts.files_only_read
     if only_read:
         items.append(f"- Files read: {code_list(only_read, limits.files)}")
-    written = "\n".join(cp.done + cp.blocked + cp.in_progress + cp.next_steps)
+    written = "\n".join([written, *items])
     commands = unique(
         short_command(a.command) for a in facts.actions if a.command and a.command.strip()
     )
     commands = [c for c in commands if f"`{c}`" not in written]
     if commands:
         items.append(f"- Commands run: {code_list(commands[-limits.commands :], limits.commands)}")
-    named = set(modified) | set(only_read) | set(commands) | set(code_names(written))
-    names = _names(facts, named)
-    if names:
-        items.append(f"- Names used: {code_list(names, limits.names)}")
-    items += [
-        f"- Resolved: `{key}` failed with `{clip(error, limits.item // 2)}`, then succeeded"
-        for key, error in resolved[-limits.errors :]
+    written = "\n".join([written, *items[-1:]])
+    unstated = [
+        name
+        for name, _weight in sorted(weights.items(), key=lambda pair: -pair[1])
+        if name not in written and len(name) > 2
     ]
+    if unstated:
+        items.append(f"- Other names: {code_list(unstated[: limits.names], limits.names)}")
     if branch:
         return items
-    items += [f"- {clip(line, limits.item)}" for line in facts.additional_context]
+    items += [f"- {line}" for line in facts.additional_context if len(line) <= limits.item]
     if facts.focus:
-        items.append(f"- Requested focus: {clip(one_line(facts.focus), limits.item)}")
+        items.append(f"- Requested focus: {one_line(facts.focus)}")
     reply = facts.last_reply
     if reply is not None and facts.pending_request is None:
-        items.append(f"- Last reply: {gist(reply, limits.last_reply, 2)}")
+        last_words = [s for s in sentences(reply) if is_finished(s)][:2]
+        said = " ".join(last_words)
+        if said and len(said) <= limits.last_reply:
+            items.append(f"- Last reply: {said}")
     pending = facts.pending_request
     if pending is not None:
         items.append("- Open user request (verbatim):\n" + quote(pending, limits.pending))
     return items
-
-
-@cached
-def _prose_names(text: str) -> tuple[str, ...]:
-    """Paths and code-like names outside code spans and URLs (cached like ``sentences``)."""
-    prose = _URL.sub(" ", _CODE_SPAN.sub(" ", text))
-    return tuple(match.group(0).rstrip(".") for match in _PROSE_NAME.finditer(prose))
-
-
-# The scheme's length is bounded: unbounded, every word start of a long run like
-# "a-a-a-..." scanned to its end looking for "://", quadratic in the run's length (a
-# 400 KB line took minutes). Real schemes are short.
-_URL = re.compile(r"\b[a-z][a-z0-9+.-]{0,31}://\S+")
-_CODE_SPAN = re.compile(r"`[^`\n]*`")
-
-
-def _names(facts: Facts, exclude: set[str]) -> list[str]:
-    """Names from what the user and the assistant wrote, most used first: backticked ones,
-    and paths and code-like names (``snake_case``, ``camelCase``, ``kebab-case-name``)."""
-    counts: Counter[str] = Counter()
-    order: dict[str, int] = {}
-    for text in [*facts.requests, *facts.replies]:
-        for name in [*code_names(text), *_prose_names(text)]:
-            if len(name) > 80 or name in exclude:
-                continue
-            counts[name] += 1
-            order.setdefault(name, len(order))
-    return sorted(counts, key=lambda name: (-counts[name], order[name]))

@@ -14,16 +14,17 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from sessiond.llm.extractive.names import code_words, declared
 from sessiond.llm.extractive.parse import ParsedPrompt, Part, unwrap_summary
+from sessiond.llm.extractive.text import unique
 
 _COMMAND_KEYS = ("command", "cmd", "script")
-# Where edit and write calls carry the new text.
+# Where edit and write calls carry the new text, and where edits carry the old.
 _CONTENT_KEYS = ("newText", "new_text", "new_string", "newString", "content", "edits", "patch")
-# Definitions in written code: the functions and types a change is about.
-_DEFINITION = re.compile(
-    r"(?:\bdef|\bclass|\bfunction\*?|\bfn|\bfunc|\binterface|\btype|\bstruct|\benum|\btrait"
-    r"|\bimpl)\s+([A-Za-z_$][\w$]{2,})"
-)
+_OLD_KEYS = ("oldText", "old_text", "old_string", "oldString")
+# Names an edit brought in beyond what it declares, at most (a file written whole
+# would otherwise list every identifier in it).
+_MAX_ADDED = 12
 _PATH_KEYS = ("path", "file_path", "filePath", "file")
 _WRITE_TOOLS = frozenset(
     {"write", "edit", "multiedit", "multi_edit", "apply_patch", "notebookedit"}
@@ -62,8 +63,10 @@ class Action:
     command: str | None = None
     answered: bool = False
     error: str | None = None
-    # Functions and types the call's new text defines (edits and writes).
+    # Functions and types the call's new text declares (edits and writes).
     defines: tuple[str, ...] = ()
+    # Code-shaped names the new text has and the replaced text had not.
+    added: tuple[str, ...] = ()
 
     @property
     def succeeded(self) -> bool:
@@ -203,7 +206,7 @@ def _read_part(facts: Facts, part: Part, waiting: deque[Action]) -> None:
             if command is not None:
                 action.command = command.strip()
             if action.writes:
-                action.defines = definitions(call.args)
+                action.defines, action.added = changed_names(call.args)
             turn.actions.append(action)
             waiting.append(action)
     elif part.role == "toolResult":
@@ -223,24 +226,31 @@ def _first_str(args: dict[str, object], keys: tuple[str, ...]) -> str | None:
     return None
 
 
-def definitions(args: dict[str, object]) -> tuple[str, ...]:
-    names: dict[str, None] = {}
-    for key in _CONTENT_KEYS:
-        for text in _strings(args.get(key)):
-            for name in _DEFINITION.findall(text):
-                names.setdefault(name, None)
-    return tuple(names)
+def changed_names(args: dict[str, object]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What an edit or write is about: the functions and types its new text declares,
+    and the code-shaped names it brings in that the text it replaces did not have."""
+    new = "\n".join(text for key in _CONTENT_KEYS for text in _strings(args.get(key)))
+    old = "\n".join(text for key in _OLD_KEYS for text in _strings(args.get(key)))
+    defines = declared(new)
+    before = set(code_words(old))
+    added = [name for name in code_words(new) if name not in before and name not in defines]
+    return tuple(defines), tuple(unique(added)[:_MAX_ADDED])
 
 
 def _strings(value: object) -> list[str]:
-    """The strings in an argument, however nested (pi's ``edits`` is a list of objects)."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list):
-        return [text for item in value for text in _strings(item)]
-    if isinstance(value, dict):
-        return [text for item in value.values() for text in _strings(item)]
-    return []
+    """The strings in an argument, however nested (pi's ``edits`` is a list of objects);
+    walked with a stack, not recursion: the nesting is the transcript's to choose."""
+    found: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            found.append(item)
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+    return found
 
 
 def result_error(text: str, *, command: bool) -> str | None:

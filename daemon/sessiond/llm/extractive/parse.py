@@ -169,7 +169,7 @@ def parse_tool_calls(text: str) -> tuple[ToolCallInfo, ...]:
                 break
             try:
                 value, position = _json.raw_decode(text, key_match.end())
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 break
             args[key_match.group(1)] = value
             if text.startswith(", ", position):

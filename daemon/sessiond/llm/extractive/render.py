@@ -1,7 +1,7 @@
 """Checkpoints into text, at about the size a model's summary of the same span would be.
 
-The size target grows slowly with the conversation (a model writes one to a few
-thousand characters whatever the span) and never passes the request's budget.
+The size target grows with the conversation, about a fortieth of it after a base (a
+long span has more work and more names to tell), and never passes the request's budget.
 When the text is over the target, every limit is scaled down and the text
 rendered again; older Done items are folded into one line of the names they
 mention before any is dropped; only as a last resort is the text cut.
@@ -9,21 +9,24 @@ mention before any is dropped; only as a last resort is the text cut.
 
 from __future__ import annotations
 
+import re
 from dataclasses import fields
 
 from sessiond.llm.base import Purpose
-from sessiond.llm.extractive.build import Limits, build_checkpoint, short_command
+from sessiond.llm.extractive.build import Limits, build_checkpoint
 from sessiond.llm.extractive.checkpoint import MARKER, Checkpoint, merge, parse_checkpoint
 from sessiond.llm.extractive.facts import Facts
-from sessiond.llm.extractive.text import clip, code_list, code_names, gist, quote, unique
+from sessiond.llm.extractive.names import code_spans
+from sessiond.llm.extractive.requests import task_line
+from sessiond.llm.extractive.text import code_list, gist, quote, sentences, unique, whole_sentences
 
 _NONE = "- (none)"
 _TRUNCATED = "\n[... extractive summary cut to fit the size limit]"
 _FACTORS = (1.0, 0.75, 0.55, 0.4, 0.3, 0.2, 0.12, 0.06, 0.03)
-# Target size: a base plus a small share of the conversation, up to a ceiling.
+# Target size: a base plus a share of the conversation.
 _TARGET_BASE = 2000
-_TARGET_SHARE = 0.012
-_TARGET_CEILING = 6500
+_TARGET_SHARE = 0.022
+_TARGET_CEILING = 24000
 
 
 def size_target(facts: Facts, previous: str | None, budget: int) -> int:
@@ -38,7 +41,7 @@ def size_target(facts: Facts, previous: str | None, budget: int) -> int:
 
 
 def summarize(facts: Facts, previous: str | None, purpose: Purpose, budget: int) -> str:
-    target = budget if purpose in ("turnPrefix", "short") else size_target(facts, previous, budget)
+    target = budget if purpose == "short" else size_target(facts, previous, budget)
     renders: list[str] = []
     for factor in _FACTORS:
         text = _render(facts, previous, purpose, Limits().scaled(factor))
@@ -79,11 +82,28 @@ def _finished_earlier(facts: Facts) -> bool:
 
 
 def _clip_lines(checkpoint: Checkpoint, limit: int) -> Checkpoint:
-    """A previous summary's lines, each cut to ``limit`` (ours are cut as they are built)."""
+    """A previous summary's lines within ``limit``: a longer line keeps the whole
+    sentences that fit, and is left out when not even its first one does."""
     for spec in fields(checkpoint):
         lines: list[str] = getattr(checkpoint, spec.name)
-        setattr(checkpoint, spec.name, [clip(line, limit) for line in lines])
+        shortened = (_shortened(line, limit) for line in lines)
+        setattr(checkpoint, spec.name, [line for line in shortened if line])
     return checkpoint
+
+
+def _shortened(line: str, limit: int) -> str:
+    if len(line) <= limit:
+        return line
+    body = line.lstrip(" \t")
+    marker = _MARKER.match(body)
+    lead = line[: len(line) - len(body)] + (marker.group(0) if marker else "")
+    text = body[marker.end() :] if marker else body
+    kept = whole_sentences(sentences(text), limit - len(lead))
+    return lead + kept if kept else ""
+
+
+# A list item's marker (and checkbox) at the start of a line.
+_MARKER = re.compile(r"(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?")
 
 
 def _fold_done(items: list[str], limit: int) -> list[str]:
@@ -91,7 +111,7 @@ def _fold_done(items: list[str], limit: int) -> list[str]:
     if len(items) <= limit:
         return items
     older, newer = items[: len(items) - limit + 1], items[len(items) - limit + 1 :]
-    names = unique(name for item in older for name in code_names(item))
+    names = unique(name for item in older for name in code_spans(item))
     if not names:
         return [f"- [x] ({len(older)} earlier steps)", *newer]
     return [f"- [x] Earlier steps touched {code_list(names, limit * 3)}", *newer]
@@ -127,32 +147,47 @@ def render_checkpoint(cp: Checkpoint, limits: Limits, *, critical: bool) -> str:
 
 
 def _turn_prefix(facts: Facts, limits: Limits) -> str:
+    """The opening of a split turn: the request, then the work so far as Done, In
+    Progress and Blocked (a long turn's work is done work), then what the kept part
+    relies on."""
     requests = facts.requests
-    request = quote(requests[0], limits.pending, indent="") if requests else None
+    request = _quoted_request(requests[0], limits) if requests else None
     cp = build_checkpoint(facts, limits, goal_known=True)
-    progress = [*cp.done, *cp.in_progress, *cp.blocked]
+    done = list(cp.done)
     if facts.files_only_read:
-        progress.append(f"- [x] Read {code_list(facts.files_only_read, limits.files)}")
-    context: list[str] = []
-    if facts.files_modified:
-        context.append(f"- Files being changed: {code_list(facts.files_modified, limits.files)}")
-    commands = unique(short_command(a.command) for a in facts.actions if a.command)
-    if commands:
-        context.append(
-            f"- Commands run: {code_list(commands[-limits.commands :], limits.commands)}"
-        )
+        done.append(f"- [x] Read {code_list(facts.files_only_read, limits.files)}")
+    context = [
+        line
+        for line in cp.critical
+        if not line.startswith(("- Files read:", "- Open user request", "- Last reply:"))
+    ]
     if facts.last_reply:
-        context.append(f"- Last reply: {gist(facts.last_reply, limits.last_reply, 3)}")
+        said = gist(facts.last_reply, limits.last_reply, 3)
+        if said and said == whole_sentences(sentences(facts.last_reply)[:3], limits.last_reply):
+            context.append(f"- Last reply: {said}")
     if facts.last_tool_result:
         context.append("- Last tool result:\n" + quote(facts.last_tool_result, limits.item * 2))
     return "\n\n".join(
         [
             MARKER,
             "## Original Request\n" + (request or "(the request is not in this part of the turn)"),
-            f"## Early Progress\n{_lines(progress, limits.done)}",
+            "## Early Progress\n"
+            f"### Done\n{_lines(_fold_done(done, limits.done), limits.done + 1)}\n\n"
+            f"### In Progress\n{_lines(cp.in_progress, limits.errors)}\n\n"
+            f"### Blocked\n{_lines(cp.blocked, limits.errors)}",
             f"## Context for Suffix\n{_lines(context, limits.done)}",
         ]
     )
+
+
+def _quoted_request(request: str, limits: Limits) -> str:
+    """The task in a line, and the request's opening quoted in whole sentences."""
+    task = task_line(request, limits.goal)
+    opening = whole_sentences(sentences(request), limits.pending)
+    parts = [task] if task else []
+    if opening and opening != task:
+        parts.append(quote(opening, limits.pending, indent=""))
+    return "\n\n".join(parts) or quote(request, limits.pending, indent="")
 
 
 def _short(facts: Facts, limits: Limits) -> str:

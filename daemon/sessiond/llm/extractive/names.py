@@ -1,0 +1,87 @@
+"""What a name is, and where the conversation's names are found.
+
+A name is what a reader would look up: a path, a function, a type, a command, a flag,
+a value. The conversation marks most of them itself, in code spans; code the
+assistant wrote declares more; paths and code-shaped words (``snake_case``,
+``camelCase``, ``kebab-case-name``) are names wherever they appear. Plain language is
+never a name, even in backticks: a span made only of words, one of which is an English
+function word ("for", "that", "and"), is prose quoted in code font or backticks paired
+wrongly, and a span that starts or ends with a space is the latter.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from sessiond.llm.extractive.text import FUNCTION_WORDS, cached, strip_fences, unique
+
+# Longer spans are code or text, not a name one would look up.
+MAX_NAME_CHARS: Final = 80
+_MAX_PLAIN_WORDS: Final = 3
+
+# A code span on one line; runs of two or more backticks are fences, not spans.
+_CODE_SPAN: Final = re.compile(r"(?<!`)`([^`\n]{1,200})`(?!`)")
+# Declarations start a line (after indentation and modifiers): "pub fn build(",
+# "export async function load(", "class Store", "type Id =".
+_DECLARATION: Final = re.compile(
+    r"^[ \t]*(?:(?:export|default|pub(?:\([a-z]+\))?|public|private|protected|static|async"
+    r"|abstract|final|override|unsafe|const|extern|declare|internal|open|data|sealed)\s+)*"
+    r"(?:def|class|function\*?|fn|func|interface|type|struct|enum|trait|impl|module"
+    r"|object|record|protocol|extension)\s+([A-Za-z_$][\w$]{2,})",
+    re.MULTILINE,
+)
+# Identifiers that are code by their shape alone.
+_CODE_WORD: Final = re.compile(
+    r"\b(?:[A-Za-z][a-z0-9]*_[A-Za-z0-9_]+|[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*"
+    r"|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*|[A-Z]{2,}_[A-Z0-9_]+)\b"
+)
+# Paths and code-shaped words written without backticks in prose.
+_PROSE_NAME: Final = re.compile(
+    r"(?<![\w/.@`-])(?:~|\.{1,2})?/?(?:[\w@.-]++/)+[\w@.-]*\w(?:\{[^}\s]*\})?"
+    r"|\b[a-z][a-z0-9]*(?:-[a-z0-9]+){2,}\b"
+    r"|\b[a-z]+[A-Z]\w*\b|\b[a-z][a-z0-9]*_[a-z0-9_]+\b"
+)
+# The scheme's length is bounded: unbounded, every word start of a long run like
+# "a-a-a-..." scanned to its end looking for "://" (quadratic). Real schemes are short.
+_URL: Final = re.compile(r"\b[a-z][a-z0-9+.-]{0,31}://\S+")
+_ANY_SPAN: Final = re.compile(r"`[^`\n]*`")
+# Keywords a declaration pattern can catch in prose that happens to follow one.
+_KEYWORDS: Final = frozenset({"for", "in", "of", "as", "is", "new", "from", "import", "the"})
+
+
+def is_name(span: str) -> bool:
+    """Whether backticked text names something (see the module)."""
+    if not span or span != span.strip() or len(span) > MAX_NAME_CHARS:
+        return False
+    words = span.split()
+    if all(word.isalpha() for word in words):
+        if len(words) > _MAX_PLAIN_WORDS:
+            return False
+        return not any(word.lower() in FUNCTION_WORDS for word in words)
+    return True
+
+
+@cached
+def code_spans(text: str) -> tuple[str, ...]:
+    """The names written in backticks outside fenced blocks, in order, each once."""
+    return tuple(unique(span for span in _CODE_SPAN.findall(strip_fences(text)) if is_name(span)))
+
+
+@cached
+def prose_names(text: str) -> tuple[str, ...]:
+    """Paths and code-shaped words outside code spans and URLs."""
+    prose = _URL.sub(" ", _ANY_SPAN.sub(" ", strip_fences(text)))
+    found = (match.group(0).rstrip(".") for match in _PROSE_NAME.finditer(prose))
+    return tuple(unique(name for name in found if len(name) <= MAX_NAME_CHARS))
+
+
+def declared(code: str) -> list[str]:
+    """The functions and types a piece of code declares."""
+    return unique(name for name in _DECLARATION.findall(code) if name.lower() not in _KEYWORDS)
+
+
+def code_words(code: str) -> list[str]:
+    """Identifiers in code that are code by their shape (``snake_case``, ``camelCase``,
+    ``PascalCase``, ``SCREAMING_CASE``), in order, each once."""
+    return unique(word for word in _CODE_WORD.findall(code) if len(word) <= MAX_NAME_CHARS)

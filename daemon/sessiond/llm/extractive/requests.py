@@ -1,0 +1,110 @@
+"""What the user asked: the goal, the later requests, the constraints, a long request's
+outline; in the user's words, made impersonal, never cut mid-sentence.
+
+- A request is a task when it says something beyond a bare command: a line of its own
+  that starts with "/" is the command the user typed (kept, in code font, as the
+  request's title), a line that is wholly a bracketed note ("[Image #1]", "[Request
+  interrupted by user]") is the client's annotation, not the user's words.
+- A task line is the request's first sentences that fit, its opening turned from asking
+  to saying ("Can you fix X?" -> "Fix X."). When it still speaks as "I" or "we" it is
+  quoted as the user's words rather than restated.
+- A constraint is a whole sentence of a request with a cue (must, never, always,
+  prefer, don't, ...).
+- A long request (a plan, a specification) is outlined by its own headings.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from sessiond.llm.extractive.text import (
+    as_task,
+    cached,
+    in_first_person,
+    sentences,
+    strip_fences,
+    strip_filler,
+    unique,
+    whole_sentences,
+)
+
+_CONSTRAINT: Final = re.compile(
+    r"\b(must|must not|mustn't|don't|do not|never|always|prefer|should|shouldn't|avoid"
+    r"|make sure|only use|without|keep)\b",
+    re.IGNORECASE,
+)
+_HEADING: Final = re.compile(r"^#{1,3}[ \t]+(\S[^\n]{0,150})$", re.MULTILINE)
+# Requests longer than this are documents; their headings outline them.
+OUTLINE_ABOVE_CHARS: Final = 1500
+_MIN_TASK_WORDS: Final = 3
+
+
+@cached
+def _split(request: str) -> tuple[str, str]:
+    """(the slash command the request opens with, or "", the rest without notes)."""
+    lines = request.strip().splitlines()
+    command = ""
+    if lines and lines[0].startswith("/") and len(lines[0].split()[0]) > 1:
+        command = lines[0].strip()
+        lines = lines[1:]
+    kept = [line for line in lines if not _is_note(line)]
+    return command, "\n".join(kept).strip()
+
+
+def _is_note(line: str) -> bool:
+    stripped = line.strip()
+    return stripped.startswith("[") and stripped.endswith("]") and "](" not in stripped
+
+
+def is_task(request: str) -> bool:
+    command, rest = _split(request)
+    return bool(command) or len(rest.split()) >= _MIN_TASK_WORDS
+
+
+def task_line(request: str, limit: int, count: int = 2) -> str:
+    """The task a request asks for, in a sentence or two (see the module)."""
+    command, rest = _split(request)
+    parts = list(sentences(strip_filler(rest)))[:count] if rest else []
+    if parts:
+        parts[0] = as_task(parts[0])
+    title = f"`{command}`" if command and len(command) <= limit // 2 else ""
+    room = limit - len(title) - 2 if title else limit
+    text = whole_sentences(parts, room)
+    if not text and parts:
+        text = _first_clause(parts[0], room)
+    if text and in_first_person(text):
+        text = f'The user asked: "{text}"' if len(text) + 18 <= room else ""
+    if title:
+        return f"{title}: {text}" if text else title
+    return text
+
+
+def _first_clause(sentence: str, limit: int) -> str:
+    """A sentence too long for a line, shortened at the end of its first clause, or ""."""
+    for mark in (". ", "; ", " - ", " \u2014 ", ": "):
+        end = sentence.find(mark)
+        if 0 < end <= limit - 1 and len(sentence[:end].split()) >= _MIN_TASK_WORDS:
+            return sentence[:end].rstrip(" .") + "."
+    return ""
+
+
+def constraints(requests: list[str], limit: int, count: int) -> list[str]:
+    found = unique(
+        strip_filler(sentence)
+        for request in requests
+        for sentence in sentences(_split(request)[1])
+        if len(sentence) > 12 and len(sentence) <= limit and _CONSTRAINT.search(sentence)
+    )
+    return [f"- {sentence}" for sentence in found[:count]]
+
+
+def outline(request: str, count: int) -> list[str]:
+    """A long request's own headings, in order (its outline), at most ``count``."""
+    if len(request) <= OUTLINE_ABOVE_CHARS:
+        return []
+    headings = unique(
+        " ".join(match.group(1).strip(" #").split())
+        for match in _HEADING.finditer(strip_fences(request))
+    )
+    return headings[:count]
