@@ -129,8 +129,14 @@ def _matches(pattern: re.Pattern[str], sentence: str) -> bool:
 
 
 def short_command(command: str) -> str:
+    """A command's first line without ``cd`` prefixes and output plumbing (``2>&1``, a
+    trailing ``| tail -20``): what was run, not how its output was shown."""
     first = command.strip().splitlines()[0] if command.strip() else ""
-    return clip(_CD_PREFIX.sub("", first).strip(), 100)
+    shown = _PLUMBING.sub("", _CD_PREFIX.sub("", first)).strip()
+    return clip(shown, 100)
+
+
+_PLUMBING = re.compile(r"(?:\s+2>&1|\s*\|\s*(?:tail|head|less|more|cat)(?:\s+-n)?(?:\s+-?\d+)?)+\s*$")
 
 
 def _command_key(command: str) -> str:

@@ -31,10 +31,11 @@ from sessiond.llm.extractive.text import (
 # Shorter sentences say too little to stand alone; longer ones are lists or logs.
 _MIN_CHARS: Final = 24
 _REQUEST_WEIGHT: Final = 2
-# Narration of what comes next, not a finding ("Now let me check", "Next, I'll run").
+# Narration of the steps, not a finding: what comes next ("Now let me check", "Next,
+# I'll run", "Now replace the old ..."), or a sentence that opens by sequencing.
 _NARRATION: Final = re.compile(
-    r"^\W*(?:now|next|first|then|ok(?:ay)?|great|good|perfect|alright)?[,\s]*"
-    r"(?:let me|let's|i'll|i will|i need to|i'm going to|we'll|we need to|time to)\b",
+    r"^\W*(?:(?:now|next|first|then|finally|ok(?:ay)?|great|good|perfect|alright)\b"
+    r"|(?:let me|let's|i'll|i will|i need to|i'm going to|we'll|we need to|time to)\b)",
     re.IGNORECASE,
 )
 

@@ -31,14 +31,23 @@ _DECLARATION: Final = re.compile(
     r"|object|record|protocol|extension)\s+([A-Za-z_$][\w$]{2,})",
     re.MULTILINE,
 )
-# Identifiers that are code by their shape alone.
-_CODE_WORD: Final = re.compile(
-    r"\b(?:[A-Za-z][a-z0-9]*_[A-Za-z0-9_]+|[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*"
-    r"|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*|[A-Z]{2,}_[A-Z0-9_]+)\b"
+# Identifiers that are code by their shape alone, and member chains ("vi.stubEnv",
+# "process.env.NODE_ENV") whose last part is one.
+_SHAPED = (
+    r"(?:[A-Za-z][a-z0-9]*_[A-Za-z0-9_]+|[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*"
+    r"|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*|[A-Z]{2,}_[A-Z0-9_]+)"
 )
-# Paths and code-shaped words written without backticks in prose.
+_CODE_WORD: Final = re.compile(rf"(?<![\w.$])(?:[A-Za-z_$][\w$]*\.)*{_SHAPED}\b")
+# File extensions common enough that "name.ext" in prose is a file name.
+_EXTENSIONS = (
+    "py|pyi|ts|tsx|js|jsx|mjs|cjs|json|jsonl|md|mdx|toml|yaml|yml|rs|go|sh|bash|zsh|txt|css"
+    "|scss|html|sql|lua|java|kt|swift|rb|php|c|h|cc|cpp|hpp|cs|vue|svelte|lock|env|ini|cfg"
+    "|conf|xml|csv|proto|graphql|tf|nix|ex|exs|erl|hs|ml|scala|dart|zig|r|ipynb|dockerfile"
+)
+# Paths, file names and code-shaped words written without backticks in prose.
 _PROSE_NAME: Final = re.compile(
     r"(?<![\w/.@`-])(?:~|\.{1,2})?/?(?:[\w@.-]++/)+[\w@.-]*\w(?:\{[^}\s]*\})?"
+    rf"|(?<![\w/.@`-])[\w-]{{2,}}\.(?:{_EXTENSIONS})\b(?![\w/-])"
     r"|\b[a-z][a-z0-9]*(?:-[a-z0-9]+){2,}\b"
     r"|\b[a-z]+[A-Z]\w*\b|\b[a-z][a-z0-9]*_[a-z0-9_]+\b"
 )

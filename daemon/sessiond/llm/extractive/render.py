@@ -10,6 +10,7 @@ mention before any is dropped; only as a last resort is the text cut.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import fields
 
 from sessiond.llm.base import Purpose
@@ -22,10 +23,16 @@ from sessiond.llm.extractive.text import code_list, gist, quote, sentences, uniq
 
 _NONE = "- (none)"
 _TRUNCATED = "\n[... extractive summary cut to fit the size limit]"
-_FACTORS = (1.0, 0.75, 0.55, 0.4, 0.3, 0.2, 0.12, 0.06, 0.03)
+_FACTORS = (1.0, 0.03)
+_SEARCH_STEPS = 6
+# A root is named when at least this many paths share it, nine in ten of them at least,
+# and it is at least two directories deep ("/home/me/", not "/home/").
+_ROOT_MIN_PATHS = 3
+_ROOT_SHARE = 0.9
+_ROOT_MIN_DEPTH = 2
 # Target size: a base plus a share of the conversation.
 _TARGET_BASE = 2000
-_TARGET_SHARE = 0.022
+_TARGET_SHARE = 0.05
 _TARGET_CEILING = 24000
 
 
@@ -42,12 +49,29 @@ def size_target(facts: Facts, previous: str | None, budget: int) -> int:
 
 def summarize(facts: Facts, previous: str | None, purpose: Purpose, budget: int) -> str:
     target = budget if purpose == "short" else size_target(facts, previous, budget)
+    root = project_root(facts) if purpose in ("history", "update", "turnPrefix") else None
     renders: list[str] = []
-    for factor in _FACTORS:
-        text = _render(facts, previous, purpose, Limits().scaled(factor))
-        if len(text) <= target:
-            return text
+
+    def render(factor: float) -> str:
+        text = relative_paths(_render(facts, previous, purpose, Limits().scaled(factor)), root)
         renders.append(text)
+        return text
+
+    if len(render(1.0)) <= target:
+        return renders[-1]
+    # The largest scale whose text fits, found by halving the interval.
+    low, high = _FACTORS[-1], 1.0
+    best: str | None = None
+    if len(render(low)) <= target:
+        best = renders[-1]
+        for _ in range(_SEARCH_STEPS):
+            middle = (low + high) / 2
+            if len(render(middle)) <= target:
+                low, best = middle, renders[-1]
+            else:
+                high = middle
+    if best is not None:
+        return best
     # Nothing reached the target: the least cut render within a tenth of the shortest.
     shortest = min(len(text) for text in renders)
     text = next(t for t in renders if len(t) <= max(shortest * 1.1, min(target, budget)))
@@ -58,6 +82,40 @@ def summarize(facts: Facts, previous: str | None, purpose: Purpose, budget: int)
     if newline > len(cut) // 2:
         cut = cut[:newline]
     return cut + _TRUNCATED
+
+
+def project_root(facts: Facts) -> str | None:
+    """The deepest directory holding nearly all the absolute paths the tools worked on
+    (the project's root, which the conversation rarely states), if there is one."""
+    paths = {action.path for action in facts.actions if action.path and action.path[:1] == "/"}
+    if len(paths) < _ROOT_MIN_PATHS:
+        return None
+    counts: Counter[str] = Counter()
+    for path in paths:
+        parts = path.split("/")[1:-1]
+        for depth in range(_ROOT_MIN_DEPTH, len(parts) + 1):
+            counts["/" + "/".join(parts[:depth]) + "/"] += 1
+    shared = [d for d, count in counts.items() if count >= _ROOT_SHARE * len(paths)]
+    return max(shared, key=len) if shared else None
+
+
+def relative_paths(text: str, root: str | None) -> str:
+    """Paths under ``root`` written relative to it, the root stated once (first in the
+    context section)."""
+    if root is None or root not in text:
+        return text
+    text = text.replace(root, "")
+    line = f"- Paths below are relative to `{root}`"
+    for heading in ("## Critical Context\n", "## Context for Suffix\n"):
+        position = text.rfind(heading)
+        if position >= 0:
+            end = position + len(heading)
+            rest = text[end:]
+            if rest.startswith(_NONE):
+                rest = rest[len(_NONE) :].lstrip("\n")
+                return f"{text[:end]}{line}" + (f"\n{rest}" if rest else "")
+            return f"{text[:end]}{line}\n{rest}"
+    return text
 
 
 def _render(facts: Facts, previous: str | None, purpose: Purpose, limits: Limits) -> str:
@@ -142,7 +200,8 @@ def render_checkpoint(cp: Checkpoint, limits: Limits, *, critical: bool) -> str:
         "## Next Steps\n" + "\n".join(f"{n}. {step}" for n, step in enumerate(steps, 1)),
     ]
     if critical:
-        parts.append(f"## Critical Context\n{_lines(cp.critical, count + 8)}")
+        # Its size is already bounded line by line (the findings by their budget).
+        parts.append(f"## Critical Context\n{_lines(cp.critical, len(cp.critical))}")
     return "\n\n".join(parts)
 
 

@@ -58,7 +58,10 @@ def sentences(text: str) -> tuple[str, ...]:
     (Cached: the summary is rendered again at smaller sizes from the same messages.)"""
     prose = strip_fences(text)
     parts = (
-        _BULLET.sub("", _HEADING_MARK.sub("", one_line(s))) for s in _SENTENCE_END.split(prose)
+        _BULLET.sub("", _HEADING_MARK.sub("", one_line(part)))
+        for part in _SENTENCE_END.split(prose)
+        # A table row is data, not a sentence.
+        if not part.lstrip().startswith("|")
     )
     return tuple(part for part in parts if part)
 
