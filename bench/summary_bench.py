@@ -48,6 +48,7 @@ from bench.summary_metrics import (
     done_is_empty,
     entities,
     first_person_lines,
+    found,
     plain_words,
 )
 from sessiond.core.convert import convert_to_llm
@@ -183,7 +184,7 @@ def measure(case: Case) -> Result:
             return result
         result.seconds = time.perf_counter() - started
     result.wanted = entities(case.reference)
-    result.found = [name for name in result.wanted if name in result.offline]
+    result.found = [name for name in result.wanted if found(name, result.offline)]
     result.spans = len(set(backticked(result.offline)))
     result.plain = sorted(set(plain_words(result.offline)))
     result.cut_off = cut_off_items(result.offline)

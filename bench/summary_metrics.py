@@ -1,6 +1,10 @@
 """What the summary benchmark measures in a summary's text (``bench/summary_bench.py``).
 
-- ``entities``: the named entities of a summary: backticked names and file paths.
+- ``entities``: the named entities of a summary: backticked names (plain words left
+  out) and file paths written without backticks. Such a path ends in a file extension,
+  starts with ``/``, ``~/``, ``./`` or ``../``, or ends with ``/``; "pause/resume" or
+  "Razorpay/Stripe" are alternatives, not paths. ``found`` counts an entity as named
+  when the other summary has it; a call ``f()`` is named by ``f``.
 - ``plain_words``: backticked text that is not a name: words of letters and spaces only
   with an English function word among them (articles, pronouns, prepositions,
   conjunctions, auxiliaries: "for", "that", "and"), or a span that starts or ends with a
@@ -231,9 +235,20 @@ def entities(summary: str) -> list[str]:
     for line in _prose_lines(summary):
         for match in _PATH.finditer(_BACKTICKED.sub(" ", line)):
             text = match.group(0).rstrip(".")
-            if "/" in text or _EXTENSIONS.search(text):
+            if (
+                _EXTENSIONS.search(text)
+                or text.startswith(("/", "~/", "./", "../"))
+                or (text.endswith("/") and text.count("/") >= 2)
+            ):
                 found.setdefault(text, None)
     return [name for name in found if len(name) > 1]
+
+
+def found(name: str, text: str) -> bool:
+    """Whether ``text`` names the entity ``name`` (a call ``f()`` is named by ``f``)."""
+    if name in text:
+        return True
+    return name.endswith("()") and len(name) > 3 and name[:-2] in text
 
 
 def is_plain_words(span: str) -> bool:

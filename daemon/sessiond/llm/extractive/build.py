@@ -29,7 +29,13 @@ from dataclasses import dataclass, fields, replace
 from sessiond.llm.extractive.checkpoint import Checkpoint
 from sessiond.llm.extractive.facts import Action, Facts, Turn
 from sessiond.llm.extractive.findings import candidates, choose, name_weights
-from sessiond.llm.extractive.requests import constraints, is_task, outline, task_line
+from sessiond.llm.extractive.requests import (
+    constraints,
+    is_task,
+    outline,
+    request_names,
+    task_line,
+)
 from sessiond.llm.extractive.text import (
     cached,
     clip,
@@ -95,9 +101,9 @@ class Limits:
     constraints: int = 8
     files: int = 80
     commands: int = 16
-    names: int = 40
+    names: int = 60
     errors: int = 8
-    defined: int = 12
+    defined: int = 16
     outline: int = 30
     findings: int = 12000
 
@@ -136,7 +142,9 @@ def short_command(command: str) -> str:
     return clip(shown, 100)
 
 
-_PLUMBING = re.compile(r"(?:\s+2>&1|\s*\|\s*(?:tail|head|less|more|cat)(?:\s+-n)?(?:\s+-?\d+)?)+\s*$")
+_PLUMBING = re.compile(
+    r"(?:\s+2>&1|\s*\|\s*(?:tail|head|less|more|cat)(?:\s+-n)?(?:\s+-?\d+)?)+\s*$"
+)
 
 
 def _command_key(command: str) -> str:
@@ -404,6 +412,9 @@ def _critical(
         headings = outline(request, limits.outline)
         if headings:
             items.append("- Outline of the request: " + "; ".join(headings))
+        named = request_names(request)
+        if len(named) > 1:
+            items.append(f"- Named in the request: {code_list(named, limits.names)}")
     written = "\n".join(cp.goal + cp.done + cp.blocked + cp.in_progress + cp.next_steps + items)
     weights = name_weights(facts)
     stated = {name for name in weights if name in written}

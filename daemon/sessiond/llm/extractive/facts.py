@@ -24,7 +24,7 @@ _CONTENT_KEYS = ("newText", "new_text", "new_string", "newString", "content", "e
 _OLD_KEYS = ("oldText", "old_text", "old_string", "oldString")
 # Names an edit brought in beyond what it declares, at most (a file written whole
 # would otherwise list every identifier in it).
-_MAX_ADDED = 12
+_MAX_ADDED = 16
 _PATH_KEYS = ("path", "file_path", "filePath", "file")
 _WRITE_TOOLS = frozenset(
     {"write", "edit", "multiedit", "multi_edit", "apply_patch", "notebookedit"}
@@ -104,6 +104,8 @@ class Facts:
     focus: str | None = None
     last_tool_result: str | None = None
     size: int = 0
+    # The assistant's reasoning: read for the names it works with, never quoted.
+    thoughts: list[str] = field(default_factory=list)
 
     @property
     def requests(self) -> list[str]:
@@ -197,6 +199,9 @@ def _read_part(facts: Facts, part: Part, waiting: deque[Action]) -> None:
             turn = _current(facts)
             turn.replies.append(text)
             turn.ended_with_reply = True
+    elif part.role == "thinking":
+        if part.text.strip():
+            facts.thoughts.append(part.text)
     elif part.role == "toolCalls":
         turn = _current(facts)
         turn.ended_with_reply = False

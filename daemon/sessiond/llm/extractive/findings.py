@@ -1,14 +1,14 @@
 """The names that matter, and the fewest of the assistant's own sentences that state them.
 
-A name matters by how much the conversation works on it: each message that mentions
-it counts once, a request's names twice (they are the task), and a name an edit or
-write declared or brought in counts once more. The assistant's sentences that carry
-names are the findings: "the crash comes from `validate()`", "`pnpm()` contains
-`npm()`". They are chosen greedily, each time the one that states the most weight of
-names not yet stated per character, so that a handful of sentences carries most of
-what a reader must know, each in its context. A candidate is a finished statement
-(``text.is_finished``) in the third person (reports lose their "I"; intentions such as
-"let me ..." are left out), whole, never cut.
+A name matters by how much the conversation works on it: each message (or piece of
+the assistant's reasoning) that mentions it counts once, a request's names twice (they
+are the task), and a name an edit or write declared or brought in counts once more.
+The assistant's sentences that carry names are the findings ("the crash comes from
+`validate()`", "`pnpm()` contains `npm()`"). They are chosen greedily, each time the
+one that states the most weight of names not yet stated per character, so that a
+handful of sentences carries most of what a reader must know, each in its context. A
+candidate is a finished statement (``text.is_finished``) in the third person (reports
+lose their "I"; intentions such as "let me ..." are left out), whole, never cut.
 """
 
 from __future__ import annotations
@@ -55,6 +55,9 @@ def name_weights(facts: Facts) -> Counter[str]:
             weights[name] += _REQUEST_WEIGHT
     for reply in facts.replies:
         for name in _names_in(reply):
+            weights[name] += 1
+    for thought in facts.thoughts:
+        for name in _names_in(thought):
             weights[name] += 1
     for action in facts.actions:
         if action.writes and action.succeeded:

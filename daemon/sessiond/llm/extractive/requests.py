@@ -10,7 +10,8 @@ outline; in the user's words, made impersonal, never cut mid-sentence.
   quoted as the user's words rather than restated.
 - A constraint is a whole sentence of a request with a cue (must, never, always,
   prefer, don't, ...).
-- A long request (a plan, a specification) is outlined by its own headings.
+- A long request (a plan, a specification) is outlined by its own headings, and the
+  names a request writes are the task's names.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from sessiond.llm.extractive.names import code_spans, prose_names
 from sessiond.llm.extractive.text import (
     as_task,
     cached,
@@ -108,3 +110,8 @@ def outline(request: str, count: int) -> list[str]:
         for match in _HEADING.finditer(strip_fences(request))
     )
     return headings[:count]
+
+
+def request_names(request: str) -> list[str]:
+    """The names a request itself writes: its code spans, then its paths and file names."""
+    return unique([*code_spans(request), *prose_names(request)])
