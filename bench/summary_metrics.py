@@ -266,11 +266,18 @@ def plain_words(summary: str) -> list[str]:
 
 
 def _items(text: str) -> list[tuple[str, list[str], bool]]:
-    """Each list item: its text, the headings above it, whether indented lines follow."""
-    lines = _prose_lines(text)
+    """Each list item outside fences: its text, the headings above it, and whether what
+    follows belongs to it (lines indented deeper, or a fenced block right after it)."""
+    raw = text.splitlines()
     items: list[tuple[str, list[str], bool]] = []
     headings: list[str] = []
-    for index, line in enumerate(lines):
+    fenced = False
+    for index, line in enumerate(raw):
+        if _FENCE.match(line):
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
         heading = _HEADING.match(line)
         if heading is not None:
             level = len(line) - len(line.lstrip("#"))
@@ -280,8 +287,10 @@ def _items(text: str) -> list[tuple[str, list[str], bool]]:
         if item is None:
             continue
         indent = len(item.group(1))
-        following = lines[index + 1] if index + 1 < len(lines) else ""
-        nested = bool(following.strip()) and (len(following) - len(following.lstrip()) > indent)
+        following = next((later for later in raw[index + 1 :] if later.strip()), "")
+        nested = bool(_FENCE.match(following)) or (
+            len(following) - len(following.lstrip()) > indent
+        )
         items.append((item.group(2).strip(), list(headings), nested))
     return items
 

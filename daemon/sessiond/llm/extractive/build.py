@@ -44,6 +44,7 @@ from sessiond.llm.extractive.text import (
     in_first_person,
     is_finished,
     one_line,
+    opening_statements,
     quote,
     sentences,
     unique,
@@ -449,9 +450,8 @@ def _critical(
         items.append(f"- Requested focus: {one_line(facts.focus)}")
     reply = facts.last_reply
     if reply is not None and facts.pending_request is None:
-        last_words = [s for s in sentences(reply) if is_finished(s)][:2]
-        said = " ".join(last_words)
-        if said and len(said) <= limits.last_reply:
+        said = opening_statements(reply, limits.last_reply)
+        if said:
             items.append(f"- Last reply: {said}")
     pending = facts.pending_request
     if pending is not None:

@@ -19,7 +19,16 @@ from sessiond.llm.extractive.checkpoint import MARKER, Checkpoint, merge, parse_
 from sessiond.llm.extractive.facts import Facts
 from sessiond.llm.extractive.names import code_spans
 from sessiond.llm.extractive.requests import task_line
-from sessiond.llm.extractive.text import code_list, gist, quote, sentences, unique, whole_sentences
+from sessiond.llm.extractive.text import (
+    code_list,
+    gist,
+    is_finished,
+    opening_statements,
+    quote,
+    sentences,
+    unique,
+    whole_sentences,
+)
 
 _NONE = "- (none)"
 _TRUNCATED = "\n[... extractive summary cut to fit the size limit]"
@@ -141,12 +150,30 @@ def _finished_earlier(facts: Facts) -> bool:
 
 def _clip_lines(checkpoint: Checkpoint, limit: int) -> Checkpoint:
     """A previous summary's lines within ``limit``: a longer line keeps the whole
-    sentences that fit, and is left out when not even its first one does."""
+    sentences that fit, and is left out when not even its first one does; a list item
+    that breaks off (ends with ":" or mid-phrase) with nothing under it is left out."""
     for spec in fields(checkpoint):
         lines: list[str] = getattr(checkpoint, spec.name)
-        shortened = (_shortened(line, limit) for line in lines)
-        setattr(checkpoint, spec.name, [line for line in shortened if line])
+        kept: list[str] = []
+        for index, line in enumerate(lines):
+            shortened = _shortened(line, limit)
+            if shortened and not _broken_off(shortened, lines[index + 1 : index + 2]):
+                kept.append(shortened)
+        setattr(checkpoint, spec.name, kept)
     return checkpoint
+
+
+def _broken_off(line: str, following: list[str]) -> bool:
+    body = line.lstrip(" \t")
+    marker = _MARKER.match(body)
+    if marker is None or is_finished(body[marker.end() :]):
+        return False
+    if following:
+        after = following[0]
+        indent = len(line) - len(body)
+        if after.lstrip().startswith(("```", "~~~")) or len(after) - len(after.lstrip()) > indent:
+            return False
+    return True
 
 
 def _shortened(line: str, limit: int) -> str:
@@ -220,10 +247,9 @@ def _turn_prefix(facts: Facts, limits: Limits) -> str:
         for line in cp.critical
         if not line.startswith(("- Files read:", "- Open user request", "- Last reply:"))
     ]
-    if facts.last_reply:
-        said = gist(facts.last_reply, limits.last_reply, 3)
-        if said and said == whole_sentences(sentences(facts.last_reply)[:3], limits.last_reply):
-            context.append(f"- Last reply: {said}")
+    said = opening_statements(facts.last_reply, limits.last_reply) if facts.last_reply else ""
+    if said:
+        context.append(f"- Last reply: {said}")
     if facts.last_tool_result:
         context.append("- Last tool result:\n" + quote(facts.last_tool_result, limits.item * 2))
     return "\n\n".join(

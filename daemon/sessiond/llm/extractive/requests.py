@@ -21,9 +21,11 @@ from typing import Final
 
 from sessiond.llm.extractive.names import code_spans, prose_names
 from sessiond.llm.extractive.text import (
+    as_sentence,
     as_task,
     cached,
     in_first_person,
+    is_finished,
     sentences,
     strip_fences,
     strip_filler,
@@ -70,6 +72,7 @@ def task_line(request: str, limit: int, count: int = 2) -> str:
     parts = list(sentences(strip_filler(rest)))[:count] if rest else []
     if parts:
         parts[0] = as_task(parts[0])
+        parts[-1] = as_sentence(parts[-1])
     title = f"`{command}`" if command and len(command) <= limit // 2 else ""
     room = limit - len(title) - 2 if title else limit
     text = whole_sentences(parts, room)
@@ -97,6 +100,7 @@ def constraints(requests: list[str], limit: int, count: int) -> list[str]:
         for request in requests
         for sentence in sentences(_split(request)[1])
         if len(sentence) > 12 and len(sentence) <= limit and _CONSTRAINT.search(sentence)
+        if is_finished(sentence)
     )
     return [f"- {sentence}" for sentence in found[:count]]
 

@@ -11,6 +11,8 @@ from typing import TypeVar
 # not after the usual abbreviations or a list item's number.
 _SENTENCE_END = re.compile(
     r"(?<=[.!?])(?<![ (]e\.g\.)(?<![ (]i\.e\.)(?<! etc\.)(?<! vs\.)(?<!\b\d\.)(?<!\b\d\d\.)\s+"
+    # After closing emphasis, a quote or a bracket: "**All 12 pass.** Now ..."
+    r"|(?<=[.!?][*_\"')\]\u201d])\s+|(?<=[.!?][*_][*_])\s+"
     r"|\n+",
     re.IGNORECASE,
 )
@@ -353,6 +355,12 @@ def as_task(sentence: str) -> str:
     return task[:-1] + "." if task.endswith("?") else task
 
 
+def as_sentence(text: str) -> str:
+    """``text`` ending as a sentence does (a full stop added after a bare last word)."""
+    end = text.rstrip()
+    return end + "." if end[-1:].isalnum() else end
+
+
 def whole_sentences(parts: Iterable[str], limit: int) -> str:
     """As many of ``parts`` (whole sentences) as fit in ``limit``; "" if the first does
     not: a sentence is never cut."""
@@ -364,6 +372,17 @@ def whole_sentences(parts: Iterable[str], limit: int) -> str:
         kept.append(part)
         used += len(part) + (1 if len(kept) > 1 else 0)
     return " ".join(kept)
+
+
+def opening_statements(text: str, limit: int, count: int = 2) -> str:
+    """The first ``count`` sentences of a message up to the first unfinished one (one that
+    introduces a list or a tool call), whole, within ``limit``; "" if there are none."""
+    kept: list[str] = []
+    for sentence in sentences(text)[:count]:
+        if not is_finished(sentence):
+            break
+        kept.append(sentence)
+    return whole_sentences(kept, limit)
 
 
 def gist(text: str, limit: int, count: int = 2) -> str:
