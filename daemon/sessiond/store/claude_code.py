@@ -418,9 +418,9 @@ class ClaudeCodeReader:
         said, self._said = self._said, None
         if said is not None:
             blocks, timestamp = said
-            content: str | list[UserContentBlock] = blocks
-            if len(blocks) == 1 and isinstance(blocks[0], TextContent):
-                content = blocks[0].text
+            content: str | list[UserContentBlock] = _joined_blocks(blocks)
+            if len(content) == 1 and isinstance(content[0], TextContent):
+                content = content[0].text
             message = UserMessage(content=content, timestamp=_epoch_ms(timestamp))
             yield self._message(message, timestamp)
         yield from self._flush_answer()
@@ -479,6 +479,19 @@ def summary_body(text: str) -> str:
         if position >= 0:
             body = body[:position]
     return body.strip()
+
+
+def _joined_blocks(blocks: list[UserContentBlock]) -> list[UserContentBlock]:
+    """Neighbouring texts as one, a blank line between them (pi writes a message's text
+    blocks out back to back); images stay where they were."""
+    joined: list[UserContentBlock] = []
+    for block in blocks:
+        last = joined[-1] if joined else None
+        if isinstance(block, TextContent) and isinstance(last, TextContent):
+            joined[-1] = TextContent(text=f"{last.text}\n\n{block.text}")
+        else:
+            joined.append(block)
+    return joined
 
 
 def _is_result(block: Any) -> bool:

@@ -59,16 +59,19 @@ _ANY_SPAN: Final = re.compile(r"`[^`\n]*`")
 _KEYWORDS: Final = frozenset({"for", "in", "of", "as", "is", "new", "from", "import", "the"})
 
 
-def is_name(span: str) -> bool:
-    """Whether backticked text names something (see the module)."""
-    if not span or span != span.strip() or len(span) > MAX_NAME_CHARS:
-        return False
+def is_plain(span: str) -> bool:
+    """Whether backticked text is plain language rather than code (see the module)."""
+    if span != span.strip():
+        return True
     words = span.split()
-    if all(word.isalpha() for word in words):
-        if len(words) > _MAX_PLAIN_WORDS:
-            return False
-        return not any(word.lower() in FUNCTION_WORDS for word in words)
-    return True
+    if not words or not all(word.isalpha() for word in words):
+        return False
+    return len(words) > _MAX_PLAIN_WORDS or any(word.lower() in FUNCTION_WORDS for word in words)
+
+
+def is_name(span: str) -> bool:
+    """Whether backticked text names something one would look up: code, not too long."""
+    return bool(span) and len(span) <= MAX_NAME_CHARS and not is_plain(span)
 
 
 @cached
@@ -94,3 +97,27 @@ def code_words(code: str) -> list[str]:
     """Identifiers in code that are code by their shape (``snake_case``, ``camelCase``,
     ``PascalCase``, ``SCREAMING_CASE``), in order, each once."""
     return unique(word for word in _CODE_WORD.findall(code) if len(word) <= MAX_NAME_CHARS)
+
+
+def names_only_in_code(text: str) -> str:
+    """``text`` with code font kept on names only: a code span of plain words is written
+    as the words, so that a sentence taken from the conversation keeps its meaning and
+    shows no false names. Quotes (lines opening with ">") and fenced blocks are verbatim
+    and left as they are."""
+    if "`" not in text:
+        return text
+    lines: list[str] = []
+    fenced = False
+    for line in text.split("\n"):
+        stripped = line.lstrip()
+        if stripped.startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced and not stripped.startswith(">") and "`" in line:
+            lines.append(_CODE_SPAN.sub(_unless_name, line))
+            continue
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _unless_name(span: re.Match[str]) -> str:
+    return span.group(1) if is_plain(span.group(1)) else span.group(0)

@@ -17,7 +17,7 @@ from sessiond.llm.base import Purpose
 from sessiond.llm.extractive.build import Limits, build_checkpoint
 from sessiond.llm.extractive.checkpoint import MARKER, Checkpoint, merge, parse_checkpoint
 from sessiond.llm.extractive.facts import Facts
-from sessiond.llm.extractive.names import code_spans
+from sessiond.llm.extractive.names import code_spans, names_only_in_code
 from sessiond.llm.extractive.requests import task_line
 from sessiond.llm.extractive.text import (
     code_list,
@@ -62,7 +62,8 @@ def summarize(facts: Facts, previous: str | None, purpose: Purpose, budget: int)
     renders: list[str] = []
 
     def render(factor: float) -> str:
-        text = relative_paths(_render(facts, previous, purpose, Limits().scaled(factor)), root)
+        text = _render(facts, previous, purpose, Limits().scaled(factor))
+        text = names_only_in_code(relative_paths(text, root))
         renders.append(text)
         return text
 
@@ -151,7 +152,8 @@ def _finished_earlier(facts: Facts) -> bool:
 def _clip_lines(checkpoint: Checkpoint, limit: int) -> Checkpoint:
     """A previous summary's lines within ``limit``: a longer line keeps the whole
     sentences that fit, and is left out when not even its first one does; a list item
-    that breaks off (ends with ":" or mid-phrase) with nothing under it is left out."""
+    that breaks off (ends with ":" or mid-phrase) with nothing under it, or whose code
+    span never closes, is left out."""
     for spec in fields(checkpoint):
         lines: list[str] = getattr(checkpoint, spec.name)
         kept: list[str] = []
@@ -166,7 +168,11 @@ def _clip_lines(checkpoint: Checkpoint, limit: int) -> Checkpoint:
 def _broken_off(line: str, following: list[str]) -> bool:
     body = line.lstrip(" \t")
     marker = _MARKER.match(body)
-    if marker is None or is_finished(body[marker.end() :]):
+    if marker is None:
+        return False
+    if body.count("`") % 2:
+        return True  # a code span that never closes: the text was cut or mangled
+    if is_finished(body[marker.end() :]):
         return False
     if following:
         after = following[0]

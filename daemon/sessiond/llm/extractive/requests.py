@@ -62,8 +62,10 @@ def _is_note(line: str) -> bool:
 
 
 def is_task(request: str) -> bool:
+    """A bare command ("/clear") asks for nothing to be summarized; with arguments or
+    words of its own a request is a task."""
     command, rest = _split(request)
-    return bool(command) or len(rest.split()) >= _MIN_TASK_WORDS
+    return len(command.split()) > 1 or len(rest.split()) >= _MIN_TASK_WORDS
 
 
 def task_line(request: str, limit: int, count: int = 2) -> str:
