@@ -122,7 +122,7 @@ class Limits:
         return replace(self, **changes)
 
 
-_LENGTH_FLOORS = {"goal": 200, "item": 200, "pending": 400, "last_reply": 200}
+_LENGTH_FLOORS = {"goal": 120, "item": 120, "pending": 300, "last_reply": 120}
 
 
 # Longer "sentences" are lists, logs or code that lost their line breaks, not statements.
@@ -354,10 +354,11 @@ def _decisions(facts: Facts, limits: Limits) -> list[str]:
     return [_decision_line(line) for line in found[-limits.decisions :]]
 
 
-# What the assistant is about to do is narration, not a decision taken.
+# Announcing the next step is narration, not a decision ("Let me update X instead of
+# Y"); "I'll use X instead of Y because Z" is a choice with its reason, and stays.
 _INTENTION = re.compile(
     r"^\W*(?:(?:now|next|first|then|so|ok(?:ay)?)[,\s]+)*"
-    r"(?:let me|let's|i'll|i will|i need to|i'm going to|we'll|we need to|i should|time to)\b",
+    r"(?:let me|let's|i need to|i'm going to|we need to|time to)\b",
     re.IGNORECASE,
 )
 
@@ -409,7 +410,9 @@ def _critical(
 ) -> list[str]:
     items: list[str] = []
     tasks = [request for request in facts.requests if is_task(request)]
-    for request in tasks[:1] + tasks[-1:] if len(tasks) > 1 else tasks:
+    # The first task and the latest (unless it is the open request, quoted below).
+    latest = [r for r in tasks[1:][-1:] if r is not facts.pending_request]
+    for request in tasks[:1] + latest:
         headings = outline(request, limits.outline)
         if headings:
             items.append("- Outline of the request: " + "; ".join(headings))

@@ -7,7 +7,8 @@ outline; in the user's words, made impersonal, never cut mid-sentence.
   interrupted by user]") is the client's annotation, not the user's words.
 - A task line is the request's first sentences that fit, its opening turned from asking
   to saying ("Can you fix X?" -> "Fix X."). When it still speaks as "I" or "we" it is
-  quoted as the user's words rather than restated.
+  quoted as the user's words rather than restated; so is the opening of a single
+  sentence too long for the line (marked "…" inside the quote).
 - A constraint is a whole sentence of a request with a cue (must, never, always,
   prefer, don't, ...).
 - A long request (a plan, a specification) is outlined by its own headings, and the
@@ -24,6 +25,7 @@ from sessiond.llm.extractive.text import (
     as_sentence,
     as_task,
     cached,
+    clip,
     in_first_person,
     is_finished,
     sentences,
@@ -80,6 +82,9 @@ def task_line(request: str, limit: int, count: int = 2) -> str:
     text = whole_sentences(parts, room)
     if not text and parts:
         text = _first_clause(parts[0], room)
+    if not text and parts:
+        # One sentence longer than the line: its opening, quoted and marked as cut.
+        return f'{title + ": " if title else ""}The user asked: "{clip(parts[0], room - 20)}"'
     if text and in_first_person(text):
         text = f'The user asked: "{text}"' if len(text) + 18 <= room else ""
     if title:

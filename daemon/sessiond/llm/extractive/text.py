@@ -93,7 +93,7 @@ def strip_filler(text: str) -> str:
 
 # "I" or "we" opening a report, with what follows it in the assistant's voice.
 _REPORTER = re.compile(
-    r"^(?:(?:i|we)(?:'ve| have|'ll| will)?\s+(?:now\s+|also\s+|just\s+)?"
+    r"^(?:(?:i|we)(?:'ve| have|'ll| will)?\s+"
     r"(?:decided\s+to\s+|chose\s+to\s+|opted\s+to\s+)?)",
     re.IGNORECASE,
 )
