@@ -100,11 +100,11 @@ class Limits:
     reported: int = 4
     decisions: int = 10
     constraints: int = 8
-    files: int = 80
+    files: int = 150
     commands: int = 16
-    names: int = 60
+    names: int = 100
     errors: int = 8
-    defined: int = 16
+    defined: int = 24
     outline: int = 30
     findings: int = 12000
 
