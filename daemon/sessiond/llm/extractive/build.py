@@ -47,6 +47,7 @@ from sessiond.llm.extractive.text import (
     opening_statements,
     quote,
     sentences,
+    starts_as_statement,
     unique,
 )
 
@@ -213,6 +214,8 @@ def _statement(sentence: str, limit: int) -> str | None:
     its "I", and not still speaking in the first person; None when it cannot be one."""
     if len(sentence) > limit or not is_finished(sentence):
         return None
+    if not starts_as_statement(sentence):
+        return None
     line = impersonal(sentence)
     return None if in_first_person(line) else line
 
@@ -367,7 +370,7 @@ def _decision_line(sentence: str) -> str:
     parts = _BECAUSE.split(sentence, maxsplit=1)
     if len(parts) == 3 and len(parts[0].split()) >= 3 and is_finished(parts[2]):
         what, word, why = parts
-        return f"- **{what.strip()}**: {word.lower()} {why.strip()}"
+        return f"- **{what.strip().replace('**', '')}**: {word.lower()} {why.strip()}"
     return f"- {sentence}"
 
 

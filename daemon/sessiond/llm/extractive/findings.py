@@ -26,6 +26,7 @@ from sessiond.llm.extractive.text import (
     in_first_person,
     is_finished,
     sentences,
+    starts_as_statement,
 )
 
 # Shorter sentences say too little to stand alone; longer ones are lists or logs.
@@ -81,6 +82,8 @@ def candidates(facts: Facts, limit: int) -> list[Finding]:
                 continue
             seen.add(sentence)
             if _NARRATION.match(sentence) or not is_finished(sentence):
+                continue
+            if not starts_as_statement(sentence):
                 continue
             statement = impersonal(sentence)
             if in_first_person(statement):

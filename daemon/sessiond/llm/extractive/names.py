@@ -64,6 +64,9 @@ def is_plain(span: str) -> bool:
     if span != span.strip():
         return True
     words = span.split()
+    if len(words) >= _MAX_PLAIN_WORDS:
+        # Words with a sentence's punctuation ("Done. Moving on...") are prose too.
+        words = [word.strip(".,;:!?\u2026") for word in words]
     if not words or not all(word.isalpha() for word in words):
         return False
     return len(words) > _MAX_PLAIN_WORDS or any(word.lower() in FUNCTION_WORDS for word in words)

@@ -48,14 +48,22 @@ _MIN_TASK_WORDS: Final = 3
 
 @cached
 def _split(request: str) -> tuple[str, str]:
-    """(the slash command the request opens with, or "", the rest without notes)."""
+    """(the slash command the request opens with, or "", the rest without notes). Of
+    several commands in a row ("/clear", then "/plan 12") the last is the request's."""
     lines = request.strip().splitlines()
     command = ""
-    if lines and lines[0].startswith("/") and len(lines[0].split()[0]) > 1:
+    while lines and _is_command(lines[0]):
         command = lines[0].strip()
         lines = lines[1:]
+        while lines and not lines[0].strip():
+            lines = lines[1:]
     kept = [line for line in lines if not _is_note(line)]
     return command, "\n".join(kept).strip()
+
+
+def _is_command(line: str) -> bool:
+    words = line.split()
+    return bool(words) and words[0].startswith("/") and len(words[0]) > 1 and len(words) <= 12
 
 
 def _is_note(line: str) -> bool:
@@ -84,9 +92,9 @@ def task_line(request: str, limit: int, count: int = 2) -> str:
         text = _first_clause(parts[0], room)
     if not text and parts:
         # One sentence longer than the line: its opening, quoted and marked as cut.
-        return f'{title + ": " if title else ""}The user asked: "{clip(parts[0], room - 20)}"'
+        return f'{title + ": " if title else ""}The user wrote: "{clip(parts[0], room - 20)}"'
     if text and in_first_person(text):
-        text = f'The user asked: "{text}"' if len(text) + 18 <= room else ""
+        text = f'The user wrote: "{text}"' if len(text) + 18 <= room else ""
     if title:
         return f"{title}: {text}" if text else title
     return text

@@ -19,6 +19,7 @@ _SENTENCE_END = re.compile(
 _FENCE = re.compile(r"^[ \t]*(```|~~~).*?(?:^[ \t]*\1|\Z)", re.DOTALL | re.MULTILINE)
 # A list item's marker, left over when a line is read as a sentence.
 _BULLET = re.compile(r"^(?:[-*+\u2022]|\d{1,2}[.)])\s+")
+_TAG_LINE = re.compile(r"^\s*</?[A-Za-z][\w:.-]{0,40}>\s*$")
 # A Markdown heading's marker, left over when a heading is read as a sentence.
 _HEADING_MARK = re.compile(r"^#{1,6}\s+")
 # Words a request opens with that carry no task ("ok, so ...").
@@ -62,8 +63,8 @@ def sentences(text: str) -> tuple[str, ...]:
     parts = (
         _BULLET.sub("", _HEADING_MARK.sub("", one_line(part)))
         for part in _SENTENCE_END.split(prose)
-        # A table row is data, not a sentence.
-        if not part.lstrip().startswith("|")
+        # A table row is data, and a line that is only a tag is markup: not sentences.
+        if not part.lstrip().startswith("|") and not _TAG_LINE.match(part)
     )
     return tuple(part for part in parts if part)
 
@@ -344,6 +345,15 @@ _FINAL_WORDS = frozenset(
     ]
 )
 FUNCTION_WORD_ENDINGS = FUNCTION_WORDS - _FINAL_WORDS
+
+
+def starts_as_statement(sentence: str) -> bool:
+    """Whether a sentence opens as a statement does: a capital, a digit, code, emphasis or
+    a quote; not lowercase (the tail of a broken line) nor wholly in brackets (an aside)."""
+    first = sentence.lstrip()[:1]
+    if sentence.lstrip().startswith("(") and sentence.rstrip().endswith((")", ").")):
+        return False
+    return first.isupper() or first.isdigit() or first in '`*_"\u201c[~./@$#'
 
 
 def as_task(sentence: str) -> str:
