@@ -4,7 +4,8 @@
   out) and file paths written without backticks. Such a path ends in a file extension,
   starts with ``/``, ``~/``, ``./`` or ``../``, or ends with ``/``; "pause/resume" or
   "Razorpay/Stripe" are alternatives, not paths. ``found`` counts an entity as named
-  when the other summary has it; a call ``f()`` is named by ``f``.
+  when the other summary has it; a call ``f()`` is named by ``f``, an absolute path
+  under a root the summary states by its relative form.
 - ``plain_words``: backticked text that is not a name: words of letters and spaces only
   with an English function word among them (articles, pronouns, prepositions,
   conjunctions, auxiliaries: "for", "that", "and"), or a span that starts or ends with a
@@ -245,10 +246,18 @@ def entities(summary: str) -> list[str]:
 
 
 def found(name: str, text: str) -> bool:
-    """Whether ``text`` names the entity ``name`` (a call ``f()`` is named by ``f``)."""
-    if name in text:
+    """Whether ``text`` names the entity ``name``: a call ``f()`` is named by ``f``, and an
+    absolute path under the root a summary states ("Paths below are relative to `R`")
+    by its relative form."""
+    if name in text or (name.endswith("()") and len(name) > 3 and name[:-2] in text):
         return True
-    return name.endswith("()") and len(name) > 3 and name[:-2] in text
+    root = _ROOT.search(text)
+    if root is not None and name.startswith(root.group(1)):
+        return name[len(root.group(1)) :] in text
+    return False
+
+
+_ROOT: Final = re.compile(r"^- Paths below are relative to `([^`\n]+/)`", re.MULTILINE)
 
 
 def is_plain_words(span: str) -> bool:

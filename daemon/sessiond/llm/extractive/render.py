@@ -26,6 +26,7 @@ from sessiond.llm.extractive.text import (
     opening_statements,
     quote,
     sentences,
+    strip_fences,
     unique,
     whole_sentences,
 )
@@ -37,7 +38,7 @@ _SEARCH_STEPS = 6
 # A root is named when at least this many paths share it, nine in ten of them at least,
 # and it is at least two directories deep ("/home/me/", not "/home/").
 _ROOT_MIN_PATHS = 3
-_ROOT_SHARE = 0.9
+_ROOT_SHARE = 1.0
 _ROOT_MIN_DEPTH = 2
 # Target size: a base plus a share of the conversation.
 _TARGET_BASE = 2000
@@ -52,7 +53,7 @@ def size_target(facts: Facts, previous: str | None, budget: int) -> int:
         target += min(len(facts.pending_request), Limits().pending)
     if previous:
         # An update may be as long as the summary it updates, but does not grow by appending.
-        target = max(target, min(_TARGET_CEILING, len(previous)))
+        target = max(target, min(_TARGET_CEILING, len(strip_fences(previous))))
     return min(target, budget)
 
 
@@ -137,7 +138,8 @@ def _render(facts: Facts, previous: str | None, purpose: Purpose, limits: Limits
     base: Checkpoint | None = None
     for text in (previous, *facts.earlier_summaries):
         if text and text.strip():
-            parsed = _clip_lines(parse_checkpoint(text), limits.item * 2)
+            # A carried summary keeps its statements; its code blocks are the files' detail.
+            parsed = _clip_lines(parse_checkpoint(strip_fences(text)), limits.item * 2)
             base = parsed if base is None else merge(base, parsed, finished=True)
     new = build_checkpoint(facts, limits, goal_known=bool(base and base.goal), branch=branch)
     checkpoint = new if base is None else merge(base, new, finished=_finished_earlier(facts))
@@ -156,11 +158,12 @@ def _clip_lines(checkpoint: Checkpoint, limit: int) -> Checkpoint:
     span never closes, is left out."""
     for spec in fields(checkpoint):
         lines: list[str] = getattr(checkpoint, spec.name)
-        kept: list[str] = []
-        for index, line in enumerate(lines):
-            shortened = _shortened(line, limit)
-            if shortened and not _broken_off(shortened, lines[index + 1 : index + 2]):
-                kept.append(shortened)
+        shortened = [line for line in (_shortened(line, limit) for line in lines) if line]
+        kept = [
+            line
+            for index, line in enumerate(shortened)
+            if not _broken_off(line, shortened[index + 1 : index + 2])
+        ]
         setattr(checkpoint, spec.name, kept)
     return checkpoint
 

@@ -125,7 +125,7 @@ def outline(request: str, count: int) -> list[str]:
     if len(request) <= OUTLINE_ABOVE_CHARS:
         return []
     headings = unique(
-        " ".join(match.group(1).strip(" #").split())
+        " ".join(match.group(1).strip(" #").split()).rstrip(":")
         for match in _HEADING.finditer(strip_fences(request))
     )
     return headings[:count]
