@@ -108,6 +108,8 @@ class Limits:
     defined: int = 24
     outline: int = 30
     findings: int = 12000
+    # Characters of an earlier summary's context carried into an update.
+    carried: int = 9000
 
     def scaled(self, factor: float) -> Limits:
         """Counts shrink with ``factor``; lengths more slowly and not below a readable floor,

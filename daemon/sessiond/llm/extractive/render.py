@@ -141,6 +141,8 @@ def _render(facts: Facts, previous: str | None, purpose: Purpose, limits: Limits
             # A carried summary keeps its statements; its code blocks are the files' detail.
             parsed = _clip_lines(parse_checkpoint(strip_fences(text)), limits.item * 2)
             base = parsed if base is None else merge(base, parsed, finished=True)
+    if base is not None:
+        base.critical = _carried(base.critical, limits.carried)
     new = build_checkpoint(facts, limits, goal_known=bool(base and base.goal), branch=branch)
     checkpoint = new if base is None else merge(base, new, finished=_finished_earlier(facts))
     return render_checkpoint(checkpoint, limits, critical=not branch)
@@ -166,6 +168,29 @@ def _clip_lines(checkpoint: Checkpoint, limit: int) -> Checkpoint:
         ]
         setattr(checkpoint, spec.name, kept)
     return checkpoint
+
+
+def _carried(lines: list[str], budget: int) -> list[str]:
+    """A carried summary's context lines within ``budget`` characters: lines that name
+    something (code, paths) before lines of prose, each kind in order; the rest is left
+    out and counted, so that the new work keeps its room."""
+    if sum(len(line) + 1 for line in lines) <= budget:
+        return lines
+    ranked = sorted(range(len(lines)), key=lambda i: (not _names_something(lines[i]), i))
+    kept: set[int] = set()
+    used = 0
+    for index in ranked:
+        if used + len(lines[index]) + 1 > budget:
+            continue
+        kept.add(index)
+        used += len(lines[index]) + 1
+    left_out = len(lines) - len(kept)
+    note = [f"- ({left_out} lines of the earlier summary left out)"] if left_out else []
+    return [line for index, line in enumerate(lines) if index in kept] + note
+
+
+def _names_something(line: str) -> bool:
+    return "`" in line or "/" in line
 
 
 def _broken_off(line: str, following: list[str]) -> bool:
