@@ -84,6 +84,71 @@ _CHECK = re.compile(
     re.IGNORECASE,
 )
 _CD_PREFIX = re.compile(r"^(?:cd\s+\S+\s*(?:&&|;)\s*)+")
+# Programs (and git's subcommands) that only look: running them is not work done.
+_LOOKING = frozenset(
+    [
+        "ls",
+        "ll",
+        "la",
+        "cat",
+        "less",
+        "more",
+        "head",
+        "tail",
+        "grep",
+        "rg",
+        "ag",
+        "find",
+        "fd",
+        "tree",
+        "pwd",
+        "echo",
+        "printf",
+        "which",
+        "whereis",
+        "type",
+        "file",
+        "stat",
+        "wc",
+        "du",
+        "df",
+        "diff",
+        "cmp",
+        "sort",
+        "uniq",
+        "cut",
+        "awk",
+        "sed",
+        "jq",
+        "yq",
+        "curl",
+        "wget",
+        "ping",
+        "ps",
+        "top",
+        "env",
+        "printenv",
+        "date",
+        "sleep",
+        "true",
+        "false",
+        "test",
+        "open",
+        "man",
+        "help",
+        "lsof",
+        "netstat",
+        "ss",
+        "id",
+        "whoami",
+        "uname",
+        "hostname",
+        "history",
+    ]
+)
+_GIT_LOOKING = frozenset(
+    ["status", "diff", "log", "show", "branch", "blame", "remote", "fetch", "describe", "rev-parse"]
+)
 _CHAIN = re.compile(r"&&|\|\||;|\n")
 _CD = re.compile(r"^\s*cd\s")
 
@@ -232,6 +297,13 @@ def _done(facts: Facts, limits: Limits) -> list[str]:
             short_command(a.command) for a in turn.actions if a.command and id(a) in passed
         ):
             items.append(f"- [x] `{command}` passed")
+        ran = unique(
+            short_command(a.command)
+            for a in turn.actions
+            if a.command and a.succeeded and id(a) not in passed and _changes_state(a.command)
+        )
+        if ran:
+            items.append(f"- [x] Ran {code_list(ran, limits.commands)}")
         said = [
             line
             for reply in turn.replies
@@ -272,6 +344,20 @@ def _verb(tools: set[str]) -> str:
     if tools == {"edit"}:
         return "Edited"
     return "Changed"
+
+
+def _changes_state(command: str) -> bool:
+    """Whether a command did something rather than look: its first program (after ``cd``
+    and variable assignments) is not one that only reads, and ``git`` is not asked to
+    show status, a diff or a log. A command with an output redirection writes."""
+    words = [w for w in short_command(command).split() if "=" not in w or w.startswith("-")]
+    if not words:
+        return False
+    program = words[0].rsplit("/", 1)[-1]
+    if program == "git":
+        action = next((w for w in words[1:] if not w.startswith("-")), "")
+        return action not in _GIT_LOOKING
+    return program not in _LOOKING or " > " in command or " >> " in command
 
 
 def _passed_checks(facts: Facts) -> set[int]:
