@@ -36,8 +36,14 @@ _GZIP_MAGIC: Final = b"\x1f\x8b"
 _READ_SIZE: Final = 1024 * 1024
 
 
-def transcript_lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    """The non-blank lines of a transcript (plain or gzip), numbered from 1."""
+def transcript_lines(
+    path: Path,
+    *,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    max_total_bytes: int = MAX_TRANSCRIPT_BYTES,
+) -> Iterator[tuple[int, bytes]]:
+    """The non-blank lines of a transcript (plain or gzip), numbered from 1; an error for
+    a line longer than ``max_line_bytes`` or more than ``max_total_bytes`` in all."""
     try:
         fd = open_regular(path, os.O_RDONLY, what="transcript")
     except FileNotFoundError:
@@ -50,7 +56,7 @@ def transcript_lines(path: Path) -> Iterator[tuple[int, bytes]]:
         head = raw.peek(2)[:2] if isinstance(raw, io.BufferedReader) else b""
         stream: BinaryIO = gzip.GzipFile(fileobj=raw) if head == _GZIP_MAGIC else raw
         try:
-            yield from _lines(stream, path)
+            yield from _lines(stream, path, max_line_bytes, max_total_bytes)
         except (OSError, EOFError, zlib.error) as exc:
             if head != _GZIP_MAGIC:
                 raise
@@ -61,30 +67,39 @@ def transcript_lines(path: Path) -> Iterator[tuple[int, bytes]]:
             ) from None
 
 
-def _lines(stream: BinaryIO, path: Path) -> Iterator[tuple[int, bytes]]:
+def _lines(
+    stream: BinaryIO, path: Path, max_line_bytes: int, max_total_bytes: int
+) -> Iterator[tuple[int, bytes]]:
     total = 0
     number = 0
     while True:
-        line = stream.readline(MAX_LINE_BYTES + 1)
+        line = stream.readline(max_line_bytes + 1)
         if not line:
             return
         number += 1
         total += len(line)
-        if total > MAX_TRANSCRIPT_BYTES:
+        if total > max_total_bytes:
             raise InvalidSessionFileError(
-                f"{path}: the transcript is longer than {MAX_TRANSCRIPT_BYTES // 2**30} GiB",
+                f"{path}: the transcript is longer than {_size(max_total_bytes)}",
                 reason="tooLarge",
                 path=str(path),
             )
-        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+        if len(line) > max_line_bytes and not line.endswith(b"\n"):
             raise InvalidSessionFileError(
-                f"{path}: line {number} is longer than {MAX_LINE_BYTES // 2**20} MiB",
+                f"{path}: line {number} is longer than {_size(max_line_bytes)}",
                 reason="lineTooLong",
                 path=str(path),
                 line=number,
             )
         if line.strip():
             yield number, line
+
+
+def _size(count: int) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if count >= size:
+            return f"{count / size:g} {unit}"
+    return f"{count} bytes"
 
 
 def import_claude_code(source: Path, target: Path, *, overwrite: bool = False) -> ImportStats:
