@@ -321,10 +321,11 @@ def test_a_real_transcript_opens_in_pi_as_sessiond_reads_it(tmp_path: Path) -> N
     assert reference["file"]["rewritten"] is False
     with SessionStore.open(target, readonly=True) as store:
         ids = [record.id for record in store.records()]
-        context = store.leaf_view.context
+        context = store.leaf_view.context()
         assert reference["entryCount"] == len(ids)
         assert reference["leafId"] == ids[-1]
         assert reference["contexts"][0]["messageCount"] == len(context.messages)
+        assert [m["entryId"] for m in reference["contexts"][0]["messages"]] == context.entry_ids
 
 
 def test_the_gzip_and_plain_forms_give_the_same_session(tmp_path: Path) -> None:
