@@ -84,7 +84,7 @@ def task_line(request: str, limit: int, count: int = 2) -> str:
     parts = list(sentences(strip_filler(rest)))[:count] if rest else []
     if parts:
         parts[0] = as_task(parts[0])
-        parts[-1] = as_sentence(parts[-1])
+        parts = [as_sentence(part) for part in parts]
     title = f"`{command}`" if command and len(command) <= limit // 2 else ""
     room = limit - len(title) - 2 if title else limit
     text = whole_sentences(parts, room)
