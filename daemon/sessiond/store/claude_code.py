@@ -434,7 +434,8 @@ class ClaudeCodeReader:
         elif answer.calls:
             stop = "toolUse"
         else:
-            stop = answer.stop_reason if answer.stop_reason != "toolUse" else "stop"
+            stop = answer.stop_reason or "stop"
+            stop = "stop" if stop == "toolUse" else stop
         yield self._message(
             AssistantMessage(
                 content=[] if answer.error is not None else answer.blocks,
@@ -442,7 +443,7 @@ class ClaudeCodeReader:
                 provider="anthropic",
                 model=answer.model,
                 usage=answer.usage or _usage({}),
-                stop_reason=stop or "stop",
+                stop_reason=stop,
                 error_message=answer.error,
                 timestamp=_epoch_ms(answer.timestamp),
             ),

@@ -17,7 +17,7 @@ import os
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import Final, Protocol
 
 from sessiond.core.encoding import to_json
 from sessiond.core.entries import CURRENT_SESSION_VERSION, Entry, SessionHeader
@@ -33,6 +33,12 @@ from .safe_files import check_regular_or_absent, open_regular
 # refused rather than written out.
 MAX_TRANSCRIPT_BYTES: Final = 4 * 1024 * 1024 * 1024
 _GZIP_MAGIC: Final = b"\x1f\x8b"
+
+
+class _Readable(Protocol):
+    def readline(self, size: int = -1, /) -> bytes: ...
+
+
 _READ_SIZE: Final = 1024 * 1024
 
 
@@ -54,7 +60,7 @@ def transcript_lines(
         raise path_error("open", path, exc) from None
     with os.fdopen(fd, "rb") as raw:
         head = raw.peek(2)[:2] if isinstance(raw, io.BufferedReader) else b""
-        stream: BinaryIO = gzip.GzipFile(fileobj=raw) if head == _GZIP_MAGIC else raw
+        stream: _Readable = gzip.GzipFile(fileobj=raw) if head == _GZIP_MAGIC else raw
         try:
             yield from _lines(stream, path, max_line_bytes, max_total_bytes)
         except (OSError, EOFError, zlib.error) as exc:
@@ -68,7 +74,7 @@ def transcript_lines(
 
 
 def _lines(
-    stream: BinaryIO, path: Path, max_line_bytes: int, max_total_bytes: int
+    stream: _Readable, path: Path, max_line_bytes: int, max_total_bytes: int
 ) -> Iterator[tuple[int, bytes]]:
     total = 0
     number = 0
