@@ -20,6 +20,7 @@ the bound below; quadratic or cubic readers take minutes to hours on them.
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import secrets
@@ -152,8 +153,11 @@ def test_a_crafted_summary_has_its_file_tags_replaced_in_linear_time(text: str) 
 
 
 def summarize(text: str) -> str:
+    code = json.dumps(text)
     prompt = (
         f"<conversation>\n[User]: {text}\n\n[Assistant]: {text}\n\n[Tool result]: {text}"
+        f'\n\n[Assistant tool calls]: edit(path="x.py", oldText={code}, newText={code})'
+        "\n\n[Tool result]: Successfully replaced text in x.py."
         f"\n</conversation>\n\n<previous-summary>\n{text}\n</previous-summary>"
     )
     return extractive_summary(
@@ -163,7 +167,32 @@ def summarize(text: str) -> str:
 
 @pytest.mark.parametrize(
     "unit",
-    ["a-", "a.", "-a", ".a", "<summary>", "<read-files>\na\n", "a_", "aB", "a/"],
+    [
+        "a-",
+        "a.",
+        "-a",
+        ".a",
+        "<summary>",
+        "<read-files>\na\n",
+        "a_",
+        "aB",
+        "a/",
+        # The rules on names, sentences and requests (code font, member chains, file
+        # names, declarations, headings, tables, commands, notes).
+        "a.b",
+        "`a` ",
+        "`",
+        "aB.",
+        "a_b.",
+        "a.md ",
+        "fn a\n",
+        "# a\n",
+        "| a\n",
+        "/a\n",
+        "[a]\n",
+        "<a>\n",
+        "I ",
+    ],
 )
 def test_the_offline_summary_of_a_crafted_conversation_takes_linear_time(unit: str) -> None:
     text = unit * (200_000 // len(unit))
