@@ -23,6 +23,7 @@ Every line holds whole sentences: one too long for its line is left out, not cut
 from __future__ import annotations
 
 import re
+from collections.abc import Container
 from dataclasses import dataclass, fields, replace
 
 from sessiond.llm.extractive.checkpoint import Checkpoint
@@ -33,7 +34,7 @@ from sessiond.llm.extractive.commands import (
     short_command,
 )
 from sessiond.llm.extractive.facts import Facts, Turn
-from sessiond.llm.extractive.findings import candidates, choose, name_weights
+from sessiond.llm.extractive.findings import candidates, choose, discussed_names, name_weights
 from sessiond.llm.extractive.requests import (
     constraints,
     is_task,
@@ -194,8 +195,9 @@ def _done(facts: Facts, limits: Limits) -> list[str]:
     items: list[str] = []
     shown: dict[str, set[str]] = {}
     passed = passed_checks(facts)
+    discussed = discussed_names(facts)
     for turn in facts.turns:
-        items += _changed_files(turn, shown, limits.defined)
+        items += _changed_files(turn, shown, limits.defined, discussed)
         for command in unique(
             short_command(a.command) for a in turn.actions if a.command and id(a) in passed
         ):
@@ -219,16 +221,21 @@ def _done(facts: Facts, limits: Limits) -> list[str]:
     return unique(items)
 
 
-def _changed_files(turn: Turn, shown: dict[str, set[str]], limit: int) -> list[str]:
+def _changed_files(
+    turn: Turn, shown: dict[str, set[str]], limit: int, discussed: Container[str]
+) -> list[str]:
     """Lines for the files this turn changed: each file once, and again later only with
-    the functions and types a later change defined (``shown`` remembers what was listed)."""
+    the names a later change brought (``shown`` remembers what was listed). A change's
+    names are the functions and types it declares, and the names it brought in that the
+    conversation also talks about (``discussed``): a local variable is not news."""
     tools: dict[str, set[str]] = {}
     defined: dict[str, list[str]] = {}
     for action in turn.actions:
         if action.writes and action.path and action.succeeded:
             tools.setdefault(action.path, set()).add(action.tool.lower())
+            talked_of = [name for name in action.added if name in discussed]
             defined[action.path] = unique(
-                [*defined.get(action.path, []), *action.defines, *action.added]
+                [*defined.get(action.path, []), *action.defines, *talked_of]
             )
     by_verb: dict[str, list[str]] = {}
     for path, used in tools.items():

@@ -67,6 +67,12 @@ def name_weights(facts: Facts) -> Counter[str]:
     return weights
 
 
+def discussed_names(facts: Facts) -> set[str]:
+    """The names the user or the assistant wrote about (requests, replies, reasoning)."""
+    texts = [*facts.requests, *facts.replies, *facts.thoughts]
+    return {name for text in texts for name in _names_in(text)}
+
+
 @cached
 def _names_in(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys((*code_spans(text), *prose_names(text))))

@@ -285,7 +285,7 @@ def _turn_prefix(facts: Facts, limits: Limits) -> str:
     if said:
         context.append(f"- Last reply: {said}")
     if facts.last_tool_result:
-        context.append("- Last tool result:\n" + quote(facts.last_tool_result, limits.item * 2))
+        context.append("- Last tool result:\n" + quote(facts.last_tool_result, limits.item))
     return "\n\n".join(
         [
             MARKER,
@@ -300,12 +300,23 @@ def _turn_prefix(facts: Facts, limits: Limits) -> str:
 
 
 def _quoted_request(request: str, limits: Limits) -> str:
-    """The task in a line, and the request's opening quoted in whole sentences."""
+    """The task in a line, then the request in the user's words: its first lines, whole,
+    and how much more there was."""
     task = task_line(request, limits.goal)
-    opening = whole_sentences(sentences(request), limits.pending)
+    kept: list[str] = []
+    used = 0
+    for line in request.strip().splitlines():
+        if used + len(line) + 1 > limits.pending:
+            break
+        kept.append(line)
+        used += len(line) + 1
+    rest = len(request.strip()) - used
     parts = [task] if task else []
-    if opening and opening != task:
-        parts.append(quote(opening, limits.pending, indent=""))
+    if kept and (rest > 0 or len(request) > len(task) * 1.2):
+        opening = "\n".join(kept).rstrip()
+        if rest > 0:
+            opening += f"\n[... {rest:,} more characters]"
+        parts.append(quote(opening, len(opening), indent=""))
     return "\n\n".join(parts) or quote(request, limits.pending, indent="")
 
 
