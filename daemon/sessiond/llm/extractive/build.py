@@ -237,15 +237,15 @@ def _changed_files(
             defined[action.path] = unique(
                 [*defined.get(action.path, []), *action.defines, *talked_of]
             )
-    by_verb: dict[str, list[str]] = {}
+    lines: list[str] = []
     for path, used in tools.items():
         new_names = [name for name in defined[path] if name not in shown.get(path, set())]
         if path in shown and not new_names:
             continue
         shown.setdefault(path, set()).update(new_names)
         names = f" ({code_list(new_names, limit)})" if new_names else ""
-        by_verb.setdefault(_verb(used), []).append(f"`{path}`{names}")
-    return [f"- [x] {verb} " + ", ".join(files) for verb, files in by_verb.items()]
+        lines.append(f"- [x] {_verb(used)} `{path}`{names}")
+    return lines
 
 
 def _verb(tools: set[str]) -> str:
