@@ -45,7 +45,15 @@ def backticked(text: str) -> list[str]:
 def test_plain_words_are_not_names_even_in_backticks() -> None:
     for plain in ("for", "that", "and", "the tests", "READ ONLY", " spaced", "Done. Moving on now"):
         assert not is_name(plain), plain
-    for name in ("parse_args", "src/app.py", "git status", "--force", "Cache.get", "npm test"):
+    for name in (
+        "parse_args",
+        "src/app.py",
+        "git status",
+        "git push origin main",
+        "--force",
+        "Cache.get",
+        "npm test",
+    ):
         assert is_name(name), name
     # After a stray backtick the pairs are off by one: what they enclose is read as the
     # phrase it is, not as names (the names there are lost rather than misread).
@@ -79,6 +87,11 @@ def test_code_shaped_words_and_member_chains_are_names() -> None:
     assert prose_names("Align it with Review.md and the notes in docs/plan.md, e.g. soon.") == (
         "Review.md",
         "docs/plan.md",
+    )
+    # Words joined by a slash are a pair of words unless they look like a path.
+    assert prose_names("Pause/resume via Razorpay/Stripe, see ./run.sh and /etc/hosts") == (
+        "./run.sh",
+        "/etc/hosts",
     )
 
 

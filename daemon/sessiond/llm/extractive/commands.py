@@ -97,8 +97,9 @@ _CD = re.compile(r"^\s*cd\s")
 def short_command(command: str) -> str:
     """A command's first line without ``cd`` prefixes and output plumbing (``2>&1``, a
     trailing ``| tail -20``): what was run, not how its output was shown."""
-    first = command.strip().splitlines()[0] if command.strip() else ""
-    shown = _PLUMBING.sub("", _CD_PREFIX.sub("", first)).strip()
+    # A line ending in a backslash goes on in the next one.
+    first = command.strip().replace("\\\n", " ").splitlines()[0] if command.strip() else ""
+    shown = " ".join(_PLUMBING.sub("", _CD_PREFIX.sub("", first)).split())
     return clip(shown, 100)
 
 

@@ -18,7 +18,7 @@ from sessiond.llm.extractive.text import FUNCTION_WORDS, cached, strip_fences, u
 
 # Longer spans are code or text, not a name one would look up.
 MAX_NAME_CHARS: Final = 80
-_MAX_PLAIN_WORDS: Final = 3
+_PUNCTUATED_WORDS: Final = 3
 
 # A code span on one line; runs of two or more backticks are fences, not spans.
 _CODE_SPAN: Final = re.compile(r"(?<!`)`([^`\n]{1,200})`(?!`)")
@@ -44,6 +44,7 @@ _EXTENSIONS = (
     "|scss|html|sql|lua|java|kt|swift|rb|php|c|h|cc|cpp|hpp|cs|vue|svelte|lock|env|ini|cfg"
     "|conf|xml|csv|proto|graphql|tf|nix|ex|exs|erl|hs|ml|scala|dart|zig|r|ipynb|dockerfile"
 )
+_FILE_NAME_END: Final = re.compile(rf"\.(?:{_EXTENSIONS})$")
 # Paths, file names and code-shaped words written without backticks in prose.
 _PROSE_NAME: Final = re.compile(
     r"(?<![\w/.@`-])(?:~|\.{1,2})?/?(?:[\w@.-]++/)+[\w@.-]*\w(?:\{[^}\s]*\})?"
@@ -64,12 +65,13 @@ def is_plain(span: str) -> bool:
     if span != span.strip():
         return True
     words = span.split()
-    if len(words) >= _MAX_PLAIN_WORDS:
+    if len(words) >= _PUNCTUATED_WORDS:
         # Words with a sentence's punctuation ("Done. Moving on...") are prose too.
         words = [word.strip(".,;:!?\u2026") for word in words]
     if not words or not all(word.isalpha() for word in words):
         return False
-    return len(words) > _MAX_PLAIN_WORDS or any(word.lower() in FUNCTION_WORDS for word in words)
+    # "git push origin main" is a command; "for the tests" is a phrase.
+    return any(word.lower() in FUNCTION_WORDS for word in words)
 
 
 def is_name(span: str) -> bool:
@@ -85,10 +87,22 @@ def code_spans(text: str) -> tuple[str, ...]:
 
 @cached
 def prose_names(text: str) -> tuple[str, ...]:
-    """Paths and code-shaped words outside code spans and URLs."""
+    """Paths and code-shaped words outside code spans and URLs. Words joined by a slash
+    are a path only when they look like one (a file name's extension at the end, or
+    ``/``, ``~/``, ``./``, ``../`` at the start): "pause/resume" is a pair of words."""
     prose = _URL.sub(" ", _ANY_SPAN.sub(" ", strip_fences(text)))
     found = (match.group(0).rstrip(".") for match in _PROSE_NAME.finditer(prose))
-    return tuple(unique(name for name in found if len(name) <= MAX_NAME_CHARS))
+    return tuple(
+        unique(
+            name
+            for name in found
+            if len(name) <= MAX_NAME_CHARS and ("/" not in name or _looks_like_path(name))
+        )
+    )
+
+
+def _looks_like_path(name: str) -> bool:
+    return name.startswith(("/", "~/", "./", "../")) or _FILE_NAME_END.search(name) is not None
 
 
 def declared(code: str) -> list[str]:
