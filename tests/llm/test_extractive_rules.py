@@ -280,3 +280,25 @@ def test_no_backticked_plain_words_anywhere() -> None:
         "[Assistant]: Made the `READ ONLY` badge red in `Badge.tsx`.",
     )
     assert all(is_name(span) for span in backticked(text.split("Open user request")[0]))
+
+
+def test_next_steps_are_proposals_not_sentences_that_say_next() -> None:
+    text = summary(
+        "[User]: Why are there .js files?",
+        "[Assistant]: There's no `outDir`, so `tsc` emits `.js` files right next to the "
+        "sources. Should I move them to `dist/`?",
+    )
+    steps = section(text, "Next Steps")
+    assert "1. Should I move them to `dist/`?" in steps
+    assert "right next to" not in steps
+
+
+def test_terminal_codes_are_not_quoted() -> None:
+    text = summary(
+        "[User]: Run the tests.",
+        '[Assistant tool calls]: bash(command="npm test")',
+        "[Tool result]: \x1b[1m\x1b[46m RUN \x1b[49m\x1b[22m v4.0.18",
+        purpose="turnPrefix",
+    )
+    assert "\x1b" not in text
+    assert ">  RUN  v4.0.18" in text

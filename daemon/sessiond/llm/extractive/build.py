@@ -72,9 +72,12 @@ _REPORTED = re.compile(
     r"|\b(is|are) now\b",
     re.IGNORECASE,
 )
+# A proposal asks (a question with a cue) or opens with its cue: "Next, ...", "Should I
+# also ...?"; "right next to" in a statement is not one.
 _PROPOSAL = re.compile(
-    r"\b(next|remaining|still need|todo|to do|should i|shall i|would you like|want me to"
-    r"|could also|you can now|left to)\b",
+    r"^\W*(next|remaining|still to do|still need|todo|to do|you can now|left to do)\b"
+    r"|\b(next|remaining|still need|todo|to do|should i|shall i|would you like|want me to"
+    r"|could also|do you want)\b.*\?\W*$",
     re.IGNORECASE,
 )
 # The assistant saying what stops it, or what it is still doing.

@@ -221,6 +221,8 @@ def _shortened(line: str, limit: int) -> str:
     return lead + kept if kept else ""
 
 
+# A terminal's colour and cursor codes (ESC [ ... letter), which tool output often holds.
+_TERMINAL_CODES = re.compile(r"\x1b\[[0-9;?]{0,32}[A-Za-z]")
 # A list item's marker (and checkbox) at the start of a line.
 _MARKER = re.compile(r"(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?")
 
@@ -285,7 +287,8 @@ def _turn_prefix(facts: Facts, limits: Limits) -> str:
     if said:
         context.append(f"- Last reply: {said}")
     if facts.last_tool_result:
-        context.append("- Last tool result:\n" + quote(facts.last_tool_result, limits.item))
+        shown = _TERMINAL_CODES.sub("", facts.last_tool_result)
+        context.append("- Last tool result:\n" + quote(shown, limits.item))
     return "\n\n".join(
         [
             MARKER,
