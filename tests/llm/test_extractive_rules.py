@@ -177,7 +177,7 @@ def test_the_work_of_one_long_turn_is_done_work() -> None:
     text = summary(*parts, purpose="turnPrefix")
     done = section(text, "Done")
     assert "(none)" not in done
-    assert "- [x] Wrote `src/step0.py` (`step_0`)" in done
+    assert "- [x] Wrote `src/step0.py` (`step_0()`)" in done
     assert "- [x] `pytest -q` passed" in done
     assert "- [x] Created `step_5` in `src/step5.py`." in done
 
@@ -190,7 +190,7 @@ def test_a_change_is_listed_with_what_it_declared_and_what_was_talked_about() ->
         "[Tool result]: Successfully replaced text in src/net.py.",
     )
     done = section(text, "Done")
-    assert "- [x] Edited `src/net.py` (`fetch_with_retry`, `MAX_RETRIES`)" in done
+    assert "- [x] Edited `src/net.py` (`fetch_with_retry()`, `MAX_RETRIES`)" in done
     assert "attempt_count" not in done  # a local the conversation never talks about
 
 
@@ -239,7 +239,7 @@ def test_paths_are_written_relative_to_the_root_stated_once() -> None:
     text = summary(*parts)
     assert "- Paths below are relative to `/home/me/proj/src/`" in text
     assert text.count("/home/me/proj/") == 1
-    assert "`a.py` (`tidy_a`)" in section(text, "Done")
+    assert "`a.py` (`tidy_a()`)" in section(text, "Done")
 
 
 def test_a_task_notification_is_not_an_earlier_summary() -> None:

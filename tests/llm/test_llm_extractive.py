@@ -193,7 +193,7 @@ def test_a_failed_edit_is_blocked_not_done_until_a_later_edit_succeeds():
         )
     )
     progress = section(fixed, "Progress")
-    assert "- [x] Edited `src/api.ts` (`loadUser`)" in progress
+    assert "- [x] Edited `src/api.ts` (`loadUser()`)" in progress
     assert "### Blocked\n- (none)" in progress
     assert "### In Progress\n- (none)" in progress
     assert "- Resolved: `src/api.ts` failed with `Could not find the exact text" in section(
@@ -219,7 +219,7 @@ def test_commands_pass_or_fail_by_their_output():
     )
     done = section(text, "Progress").split("### In Progress")[0]
     assert "- [x] `python -m pytest -q` passed" in done
-    assert "- [x] Edited `calc.py` (`add`)" in done
+    assert "- [x] Edited `calc.py` (`add()`)" in done
     assert "### Blocked\n- (none)" in section(text, "Progress")
     critical = section(text, "Critical Context")
     assert (
@@ -521,7 +521,7 @@ def test_a_file_changed_again_is_listed_again_only_for_what_is_new():
         )
     )
     done = section(text, "Progress").split("### In Progress")[0]
-    assert "- [x] Wrote `src/p.py` (`parse`)" in done
+    assert "- [x] Wrote `src/p.py` (`parse()`)" in done
     # The second change is listed with what it declared, not again with `parse`.
     assert "- [x] Edited `src/p.py` (`StrictError`)" in done
     assert done.count("`src/p.py`") == 2

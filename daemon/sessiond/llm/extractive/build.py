@@ -233,9 +233,11 @@ def _changed_files(
     conversation also talks about (``discussed``): a local variable is not news."""
     tools: dict[str, set[str]] = {}
     defined: dict[str, list[str]] = {}
+    functions: set[str] = set()
     for action in turn.actions:
         if action.writes and action.path and action.succeeded:
             tools.setdefault(action.path, set()).add(action.tool.lower())
+            functions |= action.functions
             talked_of = [name for name in action.added if name in discussed]
             defined[action.path] = unique(
                 [*defined.get(action.path, []), *action.defines, *talked_of]
@@ -246,7 +248,8 @@ def _changed_files(
         if path in shown and not new_names:
             continue
         shown.setdefault(path, set()).update(new_names)
-        names = f" ({code_list(new_names, limit)})" if new_names else ""
+        shown_names = [f"{name}()" if name in functions else name for name in new_names]
+        names = f" ({code_list(shown_names, limit)})" if new_names else ""
         lines.append(f"- [x] {_verb(used)} `{path}`{names}")
     return lines
 

@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from sessiond.llm.extractive.names import code_words, declared
+from sessiond.llm.extractive.names import code_words, declared, declared_functions
 from sessiond.llm.extractive.parse import ParsedPrompt, Part, unwrap_summary
 from sessiond.llm.extractive.text import unique
 
@@ -67,6 +67,8 @@ class Action:
     defines: tuple[str, ...] = ()
     # Code-shaped names the new text has and the replaced text had not.
     added: tuple[str, ...] = ()
+    # Which of the declared names are functions.
+    functions: frozenset[str] = frozenset()
 
     @property
     def succeeded(self) -> bool:
@@ -212,6 +214,7 @@ def _read_part(facts: Facts, part: Part, waiting: deque[Action]) -> None:
                 action.command = command.strip()
             if action.writes:
                 action.defines, action.added = changed_names(call.args)
+                action.functions = frozenset(declared_functions(_new_text(call.args)))
             turn.actions.append(action)
             waiting.append(action)
     elif part.role == "toolResult":
@@ -234,12 +237,16 @@ def _first_str(args: dict[str, object], keys: tuple[str, ...]) -> str | None:
 def changed_names(args: dict[str, object]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """What an edit or write is about: the functions and types its new text declares,
     and the code-shaped names it brings in that the text it replaces did not have."""
-    new = "\n".join(text for key in _CONTENT_KEYS for text in _strings(args.get(key)))
+    new = _new_text(args)
     old = "\n".join(text for key in _OLD_KEYS for text in _strings(args.get(key)))
     defines = declared(new)
     before = set(code_words(old))
     added = [name for name in code_words(new) if name not in before and name not in defines]
     return tuple(defines), tuple(unique(added)[:_MAX_ADDED])
+
+
+def _new_text(args: dict[str, object]) -> str:
+    return "\n".join(text for key in _CONTENT_KEYS for text in _strings(args.get(key)))
 
 
 def _strings(value: object) -> list[str]:

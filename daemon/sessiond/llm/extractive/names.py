@@ -27,7 +27,7 @@ _CODE_SPAN: Final = re.compile(r"(?<!`)`([^`\n]{1,200})`(?!`)")
 _DECLARATION: Final = re.compile(
     r"^[ \t]*(?:(?:export|default|pub(?:\([a-z]+\))?|public|private|protected|static|async"
     r"|abstract|final|override|unsafe|const|extern|declare|internal|open|data|sealed)\s+)*"
-    r"(?:def|class|function\*?|fn|func|interface|type|struct|enum|trait|impl|module"
+    r"(def|class|function\*?|fn|func|interface|type|struct|enum|trait|impl|module"
     r"|object|record|protocol|extension)\s+([A-Za-z_$][\w$]{2,})",
     re.MULTILINE,
 )
@@ -107,7 +107,15 @@ def _looks_like_path(name: str) -> bool:
 
 def declared(code: str) -> list[str]:
     """The functions and types a piece of code declares."""
-    return unique(name for name in _DECLARATION.findall(code) if name.lower() not in _KEYWORDS)
+    return unique(name for _, name in _DECLARATION.findall(code) if name.lower() not in _KEYWORDS)
+
+
+def declared_functions(code: str) -> set[str]:
+    """The names a piece of code declares as functions (written ``name()`` in a summary)."""
+    return {name for kind, name in _DECLARATION.findall(code) if kind in _FUNCTION_KINDS}
+
+
+_FUNCTION_KINDS: Final = frozenset({"def", "function", "function*", "fn", "func"})
 
 
 def code_words(code: str) -> list[str]:
