@@ -98,7 +98,7 @@ _REPORTER = re.compile(
     r"(?:decided\s+to\s+|chose\s+to\s+|opted\s+to\s+)?)",
     re.IGNORECASE,
 )
-_FIRST_PERSON_WORDS = frozenset(
+FIRST_PERSON_WORDS = frozenset(
     [
         "i",
         "i'm",
@@ -148,7 +148,7 @@ def impersonal(sentence: str) -> str:
 def in_first_person(text: str) -> bool:
     """Whether the text speaks as "I" or "we" outside its code spans and quotes."""
     prose = _QUOTED.sub(" ", _CODE_OR_QUOTE.sub(" ", text)).replace("\u2019", "'")
-    return any(word.lower() in _FIRST_PERSON_WORDS for word in _WORD.findall(prose))
+    return any(word.lower() in FIRST_PERSON_WORDS for word in _WORD.findall(prose))
 
 
 def is_finished(sentence: str) -> bool:
