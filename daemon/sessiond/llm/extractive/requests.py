@@ -52,12 +52,13 @@ def _split(request: str) -> tuple[str, str]:
     several commands in a row ("/clear", then "/plan 12") the last is the request's."""
     lines = request.strip().splitlines()
     command = ""
-    while lines and _is_command(lines[0]):
-        command = lines[0].strip()
-        lines = lines[1:]
-        while lines and not lines[0].strip():
-            lines = lines[1:]
-    kept = [line for line in lines if not _is_note(line)]
+    start = 0  # an index, not slices: a request of many command lines stays linear
+    while start < len(lines) and _is_command(lines[start]):
+        command = lines[start].strip()
+        start += 1
+        while start < len(lines) and not lines[start].strip():
+            start += 1
+    kept = [line for line in lines[start:] if not _is_note(line)]
     return command, "\n".join(kept).strip()
 
 
