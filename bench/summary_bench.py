@@ -57,14 +57,19 @@ from sessiond.core.encoding import to_json
 from sessiond.core.entries import CompactionEntry, Entry
 from sessiond.core.fileops import strip_file_tags
 from sessiond.core.projection import message_of_entry
+from sessiond.core.preparation import NotCompactable
 from sessiond.core.serialize import serialize_conversation
 from sessiond.core.summary_prompts import history_max_tokens, history_prompt
 from sessiond.errors import SessiondError
 from sessiond.llm import CompletionRequest, extractive_summary
 from sessiond.llm.extractive import clear_caches
-from sessiond.settings import CompactionSettings, Settings
-from sessiond.store.claude_code import ClaudeCodeReader
+from sessiond.service.compactor import Compactor, raise_not_compactable
+from sessiond.service.summarizers import summary_context
+from sessiond.settings import CompactionSettings, Settings, StorageSettings
+from sessiond.store.claude_code import ClaudeCodeReader, ImportStats
+from sessiond.store.session import SessionStore
 from sessiond.store.transcripts import session_header, transcript_lines
+from sessiond.tokenizer import estimator
 
 CORPUS = Path(__file__).resolve().parent / "summaries" / "corpus"
 KEEP_RECENT_TOKENS = 2000
@@ -149,19 +154,16 @@ def corpus_cases(corpus: Path, held_out: set[str]) -> list[Case]:
 
 
 def compact_offline(entries: list[Entry], directory: Path) -> str:
-    """The summary ``sessiond compact`` writes for this session with the offline summarizer."""
-    from sessiond.core.preparation import NotCompactable
-    from sessiond.service.compactor import Compactor, raise_not_compactable
-    from sessiond.service.summarizers import summary_context
-    from sessiond.store.claude_code import ImportStats
-    from sessiond.store.session import SessionStore
-    from sessiond.tokenizer import estimator
-
+    """The summary ``sessiond compact`` writes for this session with the offline summarizer
+    (default settings, nothing read from the user's; no persistent index is left behind)."""
     path = directory / "span.jsonl"
     stats = ImportStats(first_timestamp=entries[0].timestamp if entries else None)
     lines = [to_json(session_header(stats)), *(to_json(entry) for entry in entries)]
     path.write_bytes(b"\n".join(lines) + b"\n")
-    settings = Settings(compaction=CompactionSettings(keep_recent_tokens=KEEP_RECENT_TOKENS))
+    settings = Settings(
+        compaction=CompactionSettings(keep_recent_tokens=KEEP_RECENT_TOKENS),
+        storage=StorageSettings(persistent_index=False),
+    )
     with SessionStore.open(path, storage=settings.storage) as store:
         compactor = Compactor(
             store, settings.compaction, estimator(settings.compaction.token_estimator)
