@@ -84,6 +84,35 @@ def entities(summary: str) -> list[str]:
     return [name for name in found if len(name) > 1]
 
 
+# The rule this corpus was first measured with (issue 27), kept as the primary figure:
+# every backticked span of the whole text (prose or code, plain words too) and every
+# path-shaped word outside them that holds a slash or ends in a common extension, each
+# found when the other text has it as written.
+_ORIGINAL_PATH: Final = re.compile(
+    r"(?<![\w/.@-])(?:~|\.{1,2})?/?(?:[\w@.-]+/)+[\w@.-]*\w|\b[\w-]+\.[a-z]{1,5}\b"
+)
+_ORIGINAL_EXTENSIONS: Final = re.compile(
+    r"\.(py|ts|tsx|js|mjs|json|jsonl|md|toml|yaml|yml|rs|go|sh|txt|css|html)$"
+)
+
+
+def original_entities(summary: str) -> list[str]:
+    """The named entities of a summary under the original rule (see above)."""
+    found: dict[str, None] = {}
+    for name in _BACKTICKED.findall(summary):
+        found.setdefault(name.strip(), None)
+    for match in _ORIGINAL_PATH.finditer(_BACKTICKED.sub(" ", summary)):
+        text = match.group(0).rstrip(".")
+        if "/" in text or _ORIGINAL_EXTENSIONS.search(text):
+            found.setdefault(text, None)
+    return [name for name in found if len(name) > 1]
+
+
+def original_found(name: str, text: str) -> bool:
+    """Whether ``text`` names the entity under the original rule: as written."""
+    return name in text
+
+
 def found(name: str, text: str) -> bool:
     """Whether ``text`` names the entity ``name``: a call ``f()`` is named by ``f``, and an
     absolute path under the root a summary states ("Paths below are relative to `R`")

@@ -23,9 +23,11 @@ Every line holds whole sentences: one too long for its line is left out, not cut
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Container
 from dataclasses import dataclass, fields, replace
 
+from sessiond.llm.extractive.changes import changed_lines, name_counts
 from sessiond.llm.extractive.checkpoint import Checkpoint
 from sessiond.llm.extractive.commands import (
     changes_state,
@@ -33,7 +35,7 @@ from sessiond.llm.extractive.commands import (
     passed_checks,
     short_command,
 )
-from sessiond.llm.extractive.facts import Facts, Turn
+from sessiond.llm.extractive.facts import Action, Facts, Turn
 from sessiond.llm.extractive.findings import candidates, choose, discussed_names, name_weights
 from sessiond.llm.extractive.requests import (
     constraints,
@@ -106,6 +108,8 @@ class Limits:
     names: int = 100
     errors: int = 8
     defined: int = 24
+    # Lines of code quoted for a changed file.
+    code_lines: int = 8
     outline: int = 30
     findings: int = 12000
     # Characters of an earlier summary's context carried into an update.
@@ -199,8 +203,9 @@ def _done(facts: Facts, limits: Limits) -> list[str]:
     shown: dict[str, set[str]] = {}
     passed = passed_checks(facts)
     discussed = discussed_names(facts)
+    counts = name_counts(facts)
     for turn in facts.turns:
-        items += _changed_files(turn, shown, limits.defined, discussed)
+        items += _changed_files(turn, shown, limits, discussed, counts)
         for command in unique(
             short_command(a.command) for a in turn.actions if a.command and id(a) in passed
         ):
@@ -225,7 +230,11 @@ def _done(facts: Facts, limits: Limits) -> list[str]:
 
 
 def _changed_files(
-    turn: Turn, shown: dict[str, set[str]], limit: int, discussed: Container[str]
+    turn: Turn,
+    shown: dict[str, set[str]],
+    limits: Limits,
+    discussed: Container[str],
+    counts: Counter[str],
 ) -> list[str]:
     """Lines for the files this turn changed: each file once, and again later only with
     the names a later change brought (``shown`` remembers what was listed). A change's
@@ -233,10 +242,12 @@ def _changed_files(
     conversation also talks about (``discussed``): a local variable is not news."""
     tools: dict[str, set[str]] = {}
     defined: dict[str, list[str]] = {}
+    changes: dict[str, list[Action]] = {}
     functions: set[str] = set()
     for action in turn.actions:
         if action.writes and action.path and action.succeeded:
             tools.setdefault(action.path, set()).add(action.tool.lower())
+            changes.setdefault(action.path, []).append(action)
             functions |= action.functions
             talked_of = [name for name in action.added if name in discussed]
             defined[action.path] = unique(
@@ -249,8 +260,11 @@ def _changed_files(
             continue
         shown.setdefault(path, set()).update(new_names)
         shown_names = [f"{name}()" if name in functions else name for name in new_names]
-        names = f" ({code_list(shown_names, limit)})" if new_names else ""
-        lines.append(f"- [x] {_verb(used)} `{path}`{names}")
+        names = f" ({code_list(shown_names, limits.defined)})" if new_names else ""
+        code = changed_lines(changes[path], counts, limits.code_lines)
+        block = "".join(f"\n  {line}" for line in code)
+        fence = f"\n  ```{block}\n  ```" if code else ""
+        lines.append(f"- [x] {_verb(used)} `{path}`{names}{fence}")
     return lines
 
 

@@ -19,13 +19,15 @@ from sessiond.llm.extractive.parse import ParsedPrompt, Part, unwrap_summary
 from sessiond.llm.extractive.text import unique
 
 _COMMAND_KEYS = ("command", "cmd", "script")
-# Where edit and write calls carry the new text, and where edits carry the old.
-_CONTENT_KEYS = ("newText", "new_text", "new_string", "newString", "content", "edits", "patch")
+# Where edit and write calls carry the new text, where edits carry the old, and where a
+# patch tool carries its diff.
+_NEW_KEYS = ("newText", "new_text", "new_string", "newString", "content", "new_source")
 _OLD_KEYS = ("oldText", "old_text", "old_string", "oldString")
+_PATCH_KEYS = ("patch", "diff", "input")
 # Names an edit brought in beyond what it declares, at most (a file written whole
 # would otherwise list every identifier in it).
 _MAX_ADDED = 16
-_PATH_KEYS = ("path", "file_path", "filePath", "file")
+_PATH_KEYS = ("path", "file_path", "filePath", "file", "notebook_path")
 _WRITE_TOOLS = frozenset(
     {"write", "edit", "multiedit", "multi_edit", "apply_patch", "notebookedit"}
 )
@@ -69,6 +71,12 @@ class Action:
     added: tuple[str, ...] = ()
     # Which of the declared names are functions.
     functions: frozenset[str] = frozenset()
+    # The lines the new text brought (edits and writes).
+    added_lines: tuple[str, ...] = ()
+    # The call's arguments and the text of its result, for the rules that read them
+    # (a change's lines, a search's pattern, a task list).
+    args: dict[str, object] = field(default_factory=dict)
+    result: str = ""
 
     @property
     def succeeded(self) -> bool:
@@ -208,13 +216,16 @@ def _read_part(facts: Facts, part: Part, waiting: deque[Action]) -> None:
         turn = _current(facts)
         turn.ended_with_reply = False
         for call in part.calls:
-            action = Action(tool=call.name, path=_first_str(call.args, _PATH_KEYS))
+            action = Action(
+                tool=call.name, path=_first_str(call.args, _PATH_KEYS), args=call.args
+            )
             command = _first_str(call.args, _COMMAND_KEYS)
             if command is not None:
                 action.command = command.strip()
             if action.writes:
                 action.defines, action.added = changed_names(call.args)
                 action.functions = frozenset(declared_functions(_new_text(call.args)))
+                action.added_lines = added_lines(call.args)
             turn.actions.append(action)
             waiting.append(action)
     elif part.role == "toolResult":
@@ -223,6 +234,7 @@ def _read_part(facts: Facts, part: Part, waiting: deque[Action]) -> None:
         if waiting:
             action = waiting.popleft()
             action.answered = True
+            action.result = part.text
             action.error = result_error(part.text, command=action.command is not None)
 
 
@@ -238,30 +250,53 @@ def changed_names(args: dict[str, object]) -> tuple[tuple[str, ...], tuple[str, 
     """What an edit or write is about: the functions and types its new text declares,
     and the code-shaped names it brings in that the text it replaces did not have."""
     new = _new_text(args)
-    old = "\n".join(text for key in _OLD_KEYS for text in _strings(args.get(key)))
+    old = "\n".join(_keyed_strings(args, _OLD_KEYS))
     defines = declared(new)
     before = set(code_words(old))
     added = [name for name in code_words(new) if name not in before and name not in defines]
     return tuple(defines), tuple(unique(added)[:_MAX_ADDED])
 
 
+def added_lines(args: dict[str, object]) -> tuple[str, ...]:
+    """The lines an edit or write brought: of its new text, those the replaced text did
+    not have; of a patch, its added lines."""
+    old = {line.strip() for text in _keyed_strings(args, _OLD_KEYS) for line in text.splitlines()}
+    lines = [
+        line
+        for text in _keyed_strings(args, _NEW_KEYS)
+        for line in text.splitlines()
+        if line.strip() and line.strip() not in old
+    ]
+    for patch in _keyed_strings(args, _PATCH_KEYS):
+        lines += [
+            line[1:]
+            for line in patch.splitlines()
+            if line.startswith("+") and not line.startswith("+++") and line[1:].strip()
+        ]
+    return tuple(lines)
+
+
 def _new_text(args: dict[str, object]) -> str:
-    return "\n".join(text for key in _CONTENT_KEYS for text in _strings(args.get(key)))
+    return "\n".join(_keyed_strings(args, (*_NEW_KEYS, *_PATCH_KEYS)))
 
 
-def _strings(value: object) -> list[str]:
-    """The strings in an argument, however nested (pi's ``edits`` is a list of objects);
-    walked with a stack, not recursion: the nesting is the transcript's to choose."""
+def _keyed_strings(args: dict[str, object], keys: tuple[str, ...]) -> list[str]:
+    """The strings under any of ``keys`` in the arguments, however nested (pi's and
+    Claude Code's multi-edits are lists of objects); walked with a stack, not recursion:
+    the nesting is the transcript's to choose."""
     found: list[str] = []
-    stack = [value]
+    stack: list[tuple[object, bool]] = [(args, False)]
     while stack:
-        item = stack.pop()
+        item, wanted = stack.pop()
         if isinstance(item, str):
-            found.append(item)
+            if wanted:
+                found.append(item)
         elif isinstance(item, list):
-            stack.extend(reversed(item))
+            stack.extend((value, wanted) for value in reversed(item))
         elif isinstance(item, dict):
-            stack.extend(reversed(list(item.values())))
+            stack.extend(
+                (value, wanted or key in keys) for key, value in reversed(list(item.items()))
+            )
     return found
 
 

@@ -24,7 +24,7 @@ _PUNCTUATED_WORDS: Final = 3
 _CODE_SPAN: Final = re.compile(r"(?<!`)`([^`\n]{1,200})`(?!`)")
 # Declarations start a line (after indentation and modifiers): "pub fn build(",
 # "export async function load(", "class Store", "type Id =".
-_DECLARATION: Final = re.compile(
+DECLARATION: Final = re.compile(
     r"^[ \t]*(?:(?:export|default|pub(?:\([a-z]+\))?|public|private|protected|static|async"
     r"|abstract|final|override|unsafe|const|extern|declare|internal|open|data|sealed)\s+)*"
     r"(def|class|function\*?|fn|func|interface|type|struct|enum|trait|impl|module"
@@ -107,12 +107,12 @@ def _looks_like_path(name: str) -> bool:
 
 def declared(code: str) -> list[str]:
     """The functions and types a piece of code declares."""
-    return unique(name for _, name in _DECLARATION.findall(code) if name.lower() not in _KEYWORDS)
+    return unique(name for _, name in DECLARATION.findall(code) if name.lower() not in _KEYWORDS)
 
 
 def declared_functions(code: str) -> set[str]:
     """The names a piece of code declares as functions (written ``name()`` in a summary)."""
-    return {name for kind, name in _DECLARATION.findall(code) if kind in _FUNCTION_KINDS}
+    return {name for kind, name in DECLARATION.findall(code) if kind in _FUNCTION_KINDS}
 
 
 _FUNCTION_KINDS: Final = frozenset({"def", "function", "function*", "fn", "func"})

@@ -41,8 +41,8 @@ _ROOT_MIN_PATHS = 3
 _ROOT_SHARE = 1.0
 _ROOT_MIN_DEPTH = 2
 # Target size: a base plus a share of the conversation.
-_TARGET_BASE = 2000
-_TARGET_SHARE = 0.05
+_TARGET_BASE = 4000
+_TARGET_SHARE = 0.07
 _TARGET_CEILING = 24000
 
 
@@ -59,7 +59,7 @@ def size_target(facts: Facts, previous: str | None, budget: int) -> int:
 
 def summarize(facts: Facts, previous: str | None, purpose: Purpose, budget: int) -> str:
     target = budget if purpose == "short" else size_target(facts, previous, budget)
-    root = project_root(facts) if purpose in ("history", "update", "turnPrefix") else None
+    root = None
     renders: list[str] = []
 
     def render(factor: float) -> str:
