@@ -25,38 +25,33 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Container
-from dataclasses import dataclass, fields, replace
 
 from sessiond.llm.extractive.changes import changed_lines, name_counts
 from sessiond.llm.extractive.checkpoint import Checkpoint
 from sessiond.llm.extractive.commands import (
     changes_state,
+    commits,
     errors,
     passed_checks,
     short_command,
 )
+from sessiond.llm.extractive.context import critical_context
 from sessiond.llm.extractive.facts import Action, Facts, Turn
-from sessiond.llm.extractive.findings import candidates, choose, discussed_names, name_weights
-from sessiond.llm.extractive.requests import (
-    constraints,
-    is_task,
-    outline,
-    request_names,
-    task_line,
-)
+from sessiond.llm.extractive.findings import discussed_names
+from sessiond.llm.extractive.limits import Limits
+from sessiond.llm.extractive.requests import constraints, is_task, task_line
 from sessiond.llm.extractive.text import (
     cached,
     code_list,
+    excerpt,
     impersonal,
     in_first_person,
     is_finished,
-    one_line,
-    opening_statements,
-    quote,
     sentences,
     starts_as_statement,
     unique,
 )
+from sessiond.llm.extractive.toolwork import Task, changes_elsewhere, task_list, texts
 
 _DECISION = re.compile(
     r"\b(decided|decision|instead of|rather than|chose|choose|going with|opted|switched to"
@@ -90,48 +85,6 @@ _SAYS_IN_PROGRESS = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class Limits:
-    """How much of each kind goes in; all shrink together when the text is too long."""
-
-    goal: int = 400
-    item: int = 320
-    pending: int = 1500
-    last_reply: int = 400
-    later_requests: int = 6
-    done: int = 60
-    reported: int = 4
-    decisions: int = 10
-    constraints: int = 8
-    files: int = 150
-    commands: int = 16
-    names: int = 100
-    errors: int = 8
-    defined: int = 24
-    # Lines of code quoted for a changed file.
-    code_lines: int = 8
-    outline: int = 30
-    findings: int = 12000
-    # Characters of an earlier summary's context carried into an update.
-    carried: int = 9000
-
-    def scaled(self, factor: float) -> Limits:
-        """Counts shrink with ``factor``; lengths more slowly and not below a readable floor,
-        because a line too short for its sentence leaves the sentence out."""
-        changes: dict[str, int] = {}
-        for spec in fields(self):
-            value: int = getattr(self, spec.name)
-            floor = _LENGTH_FLOORS.get(spec.name)
-            if floor is None:
-                changes[spec.name] = max(1, int(value * factor))
-            else:
-                changes[spec.name] = max(floor, int(value * factor**0.5))
-        return replace(self, **changes)
-
-
-_LENGTH_FLOORS = {"goal": 120, "item": 120, "pending": 300, "last_reply": 120}
-
-
 # Longer "sentences" are lists, logs or code that lost their line breaks, not statements.
 _SENTENCE_LIMIT = 500
 
@@ -146,10 +99,15 @@ def build_checkpoint(
     facts: Facts, limits: Limits, *, goal_known: bool, branch: bool = False
 ) -> Checkpoint:
     cp = Checkpoint()
+    counts = name_counts(facts)
+    tasks = task_list(facts)
     cp.goal = _goal(facts, limits, goal_known=goal_known)
     cp.constraints = _constraints(facts, limits)
-    cp.done = _done(facts, limits)
+    cp.done = _done(facts, limits, counts)
+    cp.done += changes_elsewhere(facts, limits.titles)
+    cp.done += [f"- [x] {text}" for text in _task_texts(tasks, "done")]
     cp.in_progress = _in_progress(facts, limits)
+    cp.in_progress += [f"- [ ] {text}" for text in _task_texts(tasks, "active")]
     unresolved, resolved = errors(facts)
     cp.blocked = [
         f"- `{key}` failed: {excerpt(error, limits.item)}"
@@ -159,9 +117,19 @@ def build_checkpoint(
     cp.in_progress += said_in_progress
     cp.blocked += said_blocked
     cp.decisions = _decisions(facts, limits)
-    cp.next_steps = _next_steps(facts, limits, unresolved)
-    cp.critical = _critical(facts, limits, resolved, cp, branch=branch)
+    cp.next_steps = _next_steps(facts, limits, unresolved, _task_texts(tasks, "open"))
+    cp.critical = critical_context(facts, limits, resolved, cp, counts, branch=branch)
     return cp
+
+
+def _task_texts(tasks: list[Task], status: str) -> list[str]:
+    """The agent's tasks of one status that read as lines of a summary (whole, not in the
+    first person)."""
+    return [
+        text
+        for text in texts(tasks, status)
+        if is_finished(text) and not in_first_person(text)
+    ]
 
 
 def _goal(facts: Facts, limits: Limits, *, goal_known: bool) -> list[str]:
@@ -181,12 +149,6 @@ def _constraints(facts: Facts, limits: Limits) -> list[str]:
     return constraints(facts.requests, limits.item, limits.constraints)
 
 
-def excerpt(text: str, limit: int) -> str:
-    """Output quoted in code font, cut (and marked so) inside the quote when too long."""
-    shown = text if len(text) <= limit else text[: max(1, limit - 2)].rstrip() + " …"
-    return f"`{shown.replace('`', chr(39))}`"
-
-
 def _statement(sentence: str, limit: int) -> str | None:
     """A sentence of the assistant's as a line of the summary: whole, finished, without
     its "I", and not still speaking in the first person; None when it cannot be one."""
@@ -198,12 +160,12 @@ def _statement(sentence: str, limit: int) -> str | None:
     return None if in_first_person(line) else line
 
 
-def _done(facts: Facts, limits: Limits) -> list[str]:
+def _done(facts: Facts, limits: Limits, counts: Counter[str]) -> list[str]:
     items: list[str] = []
     shown: dict[str, set[str]] = {}
     passed = passed_checks(facts)
     discussed = discussed_names(facts)
-    counts = name_counts(facts)
+    committed = commits(facts)
     for turn in facts.turns:
         items += _changed_files(turn, shown, limits, discussed, counts)
         for command in unique(
@@ -217,6 +179,11 @@ def _done(facts: Facts, limits: Limits) -> list[str]:
         )
         if ran:
             items.append(f"- [x] Ran {code_list(ran, limits.commands)}")
+        items += [
+            f"- [x] Committed `{commit.hash}` on `{commit.branch}`: {commit.message}"
+            for action in turn.actions
+            for commit in committed.get(id(action), [])
+        ]
         said = [
             line
             for reply in turn.replies
@@ -263,7 +230,7 @@ def _changed_files(
         names = f" ({code_list(shown_names, limits.defined)})" if new_names else ""
         code = changed_lines(changes[path], counts, limits.code_lines)
         block = "".join(f"\n  {line}" for line in code)
-        fence = f"\n  ```{block}\n  ```" if code else ""
+        fence = f"\n  ```diff{block}\n  ```" if code else ""
         lines.append(f"- [x] {_verb(used)} `{path}`{names}{fence}")
     return lines
 
@@ -336,7 +303,9 @@ def _decision_line(sentence: str) -> str:
     return f"- {sentence}"
 
 
-def _next_steps(facts: Facts, limits: Limits, unresolved: list[tuple[str, str]]) -> list[str]:
+def _next_steps(
+    facts: Facts, limits: Limits, unresolved: list[tuple[str, str]], open_tasks: list[str]
+) -> list[str]:
     steps: list[str] = []
     pending = facts.pending_request
     if pending is not None:
@@ -354,6 +323,7 @@ def _next_steps(facts: Facts, limits: Limits, unresolved: list[tuple[str, str]])
         steps.append(f"Finish: {what}")
     for key, error in unresolved[-2:]:
         steps.append(f"Fix `{key}`: {excerpt(error, limits.item // 2)}")
+    steps += open_tasks[: limits.later_requests]
     reply = last.final_reply if last is not None else None
     if reply is not None and pending is None:
         proposals = [
@@ -363,65 +333,3 @@ def _next_steps(facts: Facts, limits: Limits, unresolved: list[tuple[str, str]])
         ]
         steps += proposals[-2:]
     return steps or ["Wait for the user's next request."]
-
-
-def _critical(
-    facts: Facts,
-    limits: Limits,
-    resolved: list[tuple[str, str]],
-    cp: Checkpoint,
-    *,
-    branch: bool,
-) -> list[str]:
-    items: list[str] = []
-    tasks = [request for request in facts.requests if is_task(request)]
-    # The first task and the latest (unless it is the open request, quoted below).
-    latest = [r for r in tasks[1:][-1:] if r is not facts.pending_request]
-    for request in tasks[:1] + latest:
-        headings = outline(request, limits.outline)
-        if headings:
-            items.append("- Outline of the request: " + "; ".join(headings))
-        named = request_names(request)
-        if len(named) > 1:
-            items.append(f"- Named in the request: {code_list(named, limits.names)}")
-    written = "\n".join(cp.goal + cp.done + cp.blocked + cp.in_progress + cp.next_steps + items)
-    weights = name_weights(facts)
-    stated = {name for name in weights if name in written}
-    findings = choose(candidates(facts, limits.item), weights, stated, limits.findings)
-    items += [f"- {finding.sentence}" for finding in findings]
-    items += [
-        f"- Resolved: `{key}` failed with {excerpt(error, limits.item // 2)}, then succeeded"
-        for key, error in resolved[-limits.errors :]
-    ]
-    only_read = facts.files_only_read
-    if only_read:
-        items.append(f"- Files read: {code_list(only_read, limits.files)}")
-    written = "\n".join([written, *items])
-    commands = unique(
-        short_command(a.command) for a in facts.actions if a.command and a.command.strip()
-    )
-    commands = [c for c in commands if f"`{c}`" not in written]
-    if commands:
-        items.append(f"- Commands run: {code_list(commands[-limits.commands :], limits.commands)}")
-    written = "\n".join([written, *items[-1:]])
-    unstated = [
-        name
-        for name, _weight in sorted(weights.items(), key=lambda pair: -pair[1])
-        if name not in written and len(name) > 2
-    ]
-    if unstated:
-        items.append(f"- Other names: {code_list(unstated[: limits.names], limits.names)}")
-    if branch:
-        return items
-    items += [f"- {line}" for line in facts.additional_context if len(line) <= limits.item]
-    if facts.focus:
-        items.append(f"- Requested focus: {one_line(facts.focus)}")
-    reply = facts.last_reply
-    if reply is not None and facts.pending_request is None:
-        said = opening_statements(reply, limits.last_reply)
-        if said:
-            items.append(f"- Last reply: {said}")
-    pending = facts.pending_request
-    if pending is not None:
-        items.append("- Open user request (verbatim):\n" + quote(pending, limits.pending))
-    return items

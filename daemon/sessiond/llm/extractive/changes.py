@@ -39,7 +39,7 @@ def name_counts(facts: Facts) -> Counter[str]:
     """How many of the user's and the assistant's messages use each identifier (in code
     font, or shaped as code in prose): the names the conversation talks about."""
     counts: Counter[str] = Counter()
-    for text in (*facts.requests, *facts.replies, *facts.thoughts):
+    for text in (*facts.requests, *facts.replies, *facts.reports, *facts.thoughts):
         counts.update(_message_identifiers(text))
     return counts
 
@@ -69,24 +69,33 @@ def _score(line: str, counts: Counter[str]) -> int:
     return score
 
 
-def _best(lines: Iterable[str], counts: Counter[str], limit: int) -> list[str]:
-    """The ``limit`` best-scored quotable lines (ties: the earlier), in their order."""
-    candidates = [
-        (index, line)
-        for index, line in enumerate(unique(line.strip() for line in lines))
+def _scored(lines: Iterable[str], counts: Counter[str]) -> list[tuple[int, str]]:
+    return [
+        (_score(line, counts), line)
+        for line in unique(line.strip() for line in lines)
         if _quotable(line)
     ]
-    scored = [(_score(line, counts), index, line) for index, line in candidates]
-    chosen = sorted((s for s in scored if s[0] > 0), key=lambda s: (-s[0], s[1]))[:limit]
-    return [line for _, _, line in sorted(chosen, key=lambda s: s[1])]
 
 
 def changed_lines(actions: list[Action], counts: Counter[str], limit: int) -> list[str]:
-    """The lines worth quoting of the changes ``actions`` made to one file."""
-    added: list[str] = []
-    for action in actions:
-        added += action.added_lines
-    return _best(added, counts, limit)
+    """The lines worth quoting of the changes ``actions`` made to one file, as a diff:
+    "+" before a line brought in, "-" before one taken out (counted half: what a change
+    removed matters less than what it made)."""
+    added = _scored((line for action in actions for line in action.added_lines), counts)
+    shown_added = {line for _, line in added}
+    removed = [
+        (score // 2, line)
+        for score, line in _scored(
+            (line for action in actions for line in action.removed_lines), counts
+        )
+        if line not in shown_added
+    ]
+    marked = [(score, "+ " + line) for score, line in added]
+    marked += [(score, "- " + line) for score, line in removed]
+    order = {line: index for index, (_, line) in enumerate(marked)}
+    best = sorted((m for m in marked if m[0] > 0), key=lambda m: (-m[0], order[m[1]]))[:limit]
+    # Removed lines first, then added ones, each kind in the change's order.
+    return sorted((line for _, line in best), key=lambda line: (line[0] == "+", order[line]))
 
 
 def declarations_read(result: str, counts: Counter[str], limit: int) -> list[str]:

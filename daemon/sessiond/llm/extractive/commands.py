@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from sessiond.llm.extractive.facts import Action, Facts
 from sessiond.llm.extractive.text import clip, one_line, unique
@@ -177,3 +178,31 @@ def errors(facts: Facts) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
 
 def unique_pairs(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     return list(dict.fromkeys(pairs))
+
+
+@dataclass(frozen=True)
+class Commit:
+    branch: str
+    hash: str
+    message: str
+
+
+# git's report of a commit it made: "[main 1a2b3c4] Subject" ("(root-commit)" for the first).
+_COMMITTED = re.compile(
+    r"^\[([\w./-]{1,100})(?: \(root-commit\))? ([0-9a-f]{7,40})\] ([^\n]{1,200})$", re.MULTILINE
+)
+
+
+def commits(facts: Facts) -> dict[int, list[Commit]]:
+    """The commits each successful ``git`` command reports having made, by action."""
+    found: dict[int, list[Commit]] = {}
+    for action in facts.actions:
+        if action.command and action.succeeded and "git" in action.command:
+            made = [
+                Commit(branch, sha, " ".join(message.split()))
+                for branch, sha, message in _COMMITTED.findall(action.result)
+                if "`" not in message and "`" not in branch
+            ]
+            if made:
+                found[id(action)] = made
+    return found

@@ -32,6 +32,8 @@ _WRITE_TOOLS = frozenset(
     {"write", "edit", "multiedit", "multi_edit", "apply_patch", "notebookedit"}
 )
 _READ_TOOLS = frozenset({"read", "view", "cat", "open"})
+# Tools that hand a task to a sub-agent, whose result is that agent's report.
+_DELEGATE_TOOLS = frozenset({"task", "agent", "subagent", "sub_agent", "dispatch_agent"})
 # A tool that failed says so on its first line (pi's edit, read and write errors do).
 _FAILED_START = re.compile(
     r"^\s*(error\b|could not|couldn't|cannot|can't|failed|failure|no such file|not found"
@@ -71,8 +73,9 @@ class Action:
     added: tuple[str, ...] = ()
     # Which of the declared names are functions.
     functions: frozenset[str] = frozenset()
-    # The lines the new text brought (edits and writes).
+    # The lines the new text brought, and those it took away (edits and writes).
     added_lines: tuple[str, ...] = ()
+    removed_lines: tuple[str, ...] = ()
     # The call's arguments and the text of its result, for the rules that read them
     # (a change's lines, a search's pattern, a task list).
     args: dict[str, object] = field(default_factory=dict)
@@ -116,6 +119,8 @@ class Facts:
     size: int = 0
     # The assistant's reasoning: read for the names it works with, never quoted.
     thoughts: list[str] = field(default_factory=list)
+    # What sub-agents the assistant delegated to reported back: the assistant's work too.
+    reports: list[str] = field(default_factory=list)
 
     @property
     def requests(self) -> list[str]:
@@ -225,7 +230,7 @@ def _read_part(facts: Facts, part: Part, waiting: deque[Action]) -> None:
             if action.writes:
                 action.defines, action.added = changed_names(call.args)
                 action.functions = frozenset(declared_functions(_new_text(call.args)))
-                action.added_lines = added_lines(call.args)
+                action.added_lines, action.removed_lines = changed_lines(call.args)
             turn.actions.append(action)
             waiting.append(action)
     elif part.role == "toolResult":
@@ -236,6 +241,8 @@ def _read_part(facts: Facts, part: Part, waiting: deque[Action]) -> None:
             action.answered = True
             action.result = part.text
             action.error = result_error(part.text, command=action.command is not None)
+            if action.tool.lower() in _DELEGATE_TOOLS and action.error is None:
+                facts.reports.append(part.text)
 
 
 def _first_str(args: dict[str, object], keys: tuple[str, ...]) -> str | None:
@@ -257,23 +264,23 @@ def changed_names(args: dict[str, object]) -> tuple[tuple[str, ...], tuple[str, 
     return tuple(defines), tuple(unique(added)[:_MAX_ADDED])
 
 
-def added_lines(args: dict[str, object]) -> tuple[str, ...]:
-    """The lines an edit or write brought: of its new text, those the replaced text did
-    not have; of a patch, its added lines."""
-    old = {line.strip() for text in _keyed_strings(args, _OLD_KEYS) for line in text.splitlines()}
-    lines = [
-        line
-        for text in _keyed_strings(args, _NEW_KEYS)
-        for line in text.splitlines()
-        if line.strip() and line.strip() not in old
-    ]
+def changed_lines(args: dict[str, object]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The lines an edit or write brought and those it took away: of its new text, those
+    the replaced text did not have, and the other way round; of a patch, its added and
+    removed lines."""
+    old_lines = [line for text in _keyed_strings(args, _OLD_KEYS) for line in text.splitlines()]
+    new_lines = [line for text in _keyed_strings(args, _NEW_KEYS) for line in text.splitlines()]
+    old = {line.strip() for line in old_lines}
+    new = {line.strip() for line in new_lines}
+    added = [line for line in new_lines if line.strip() and line.strip() not in old]
+    removed = [line for line in old_lines if line.strip() and line.strip() not in new]
     for patch in _keyed_strings(args, _PATCH_KEYS):
-        lines += [
-            line[1:]
-            for line in patch.splitlines()
-            if line.startswith("+") and not line.startswith("+++") and line[1:].strip()
-        ]
-    return tuple(lines)
+        for line in patch.splitlines():
+            if line.startswith("+") and not line.startswith("+++") and line[1:].strip():
+                added.append(line[1:])
+            elif line.startswith("-") and not line.startswith("---") and line[1:].strip():
+                removed.append(line[1:])
+    return tuple(added), tuple(removed)
 
 
 def _new_text(args: dict[str, object]) -> str:

@@ -54,7 +54,7 @@ def name_weights(facts: Facts) -> Counter[str]:
     for request in facts.requests:
         for name in _names_in(request):
             weights[name] += _REQUEST_WEIGHT
-    for reply in facts.replies:
+    for reply in (*facts.replies, *facts.reports):
         for name in _names_in(reply):
             weights[name] += 1
     for thought in facts.thoughts:
@@ -69,7 +69,7 @@ def name_weights(facts: Facts) -> Counter[str]:
 
 def discussed_names(facts: Facts) -> set[str]:
     """The names the user or the assistant wrote about (requests, replies, reasoning)."""
-    texts = [*facts.requests, *facts.replies, *facts.thoughts]
+    texts = [*facts.requests, *facts.replies, *facts.reports, *facts.thoughts]
     return {name for text in texts for name in _names_in(text)}
 
 
@@ -82,7 +82,7 @@ def candidates(facts: Facts, limit: int) -> list[Finding]:
     """The assistant's sentences that could stand alone in a summary, with their names."""
     found: list[Finding] = []
     seen: set[str] = set()
-    for reply in facts.replies:
+    for reply in (*facts.replies, *facts.reports):
         for sentence in sentences(reply):
             if not _MIN_CHARS <= len(sentence) <= limit or sentence in seen:
                 continue

@@ -18,9 +18,10 @@ outline; in the user's words, made impersonal, never cut mid-sentence.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Final
 
-from sessiond.llm.extractive.names import code_spans, prose_names
+from sessiond.llm.extractive.names import code_spans, code_words, is_name, prose_names
 from sessiond.llm.extractive.text import (
     as_sentence,
     as_task,
@@ -135,3 +136,35 @@ def outline(request: str, count: int) -> list[str]:
 def request_names(request: str) -> list[str]:
     """The names a request itself writes: its code spans, then its paths and file names."""
     return unique([*code_spans(request), *prose_names(request)])
+
+
+# A request shorter than this is told whole by its task line.
+_KEY_LINES_ABOVE_CHARS: Final = 400
+_KEY_LINE_MIN: Final = 10
+_KEY_LINE_MAX: Final = 200
+_CODE_SPAN_TEXT: Final = re.compile(r"`([^`\n]+)`")
+_IDENTIFIER: Final = re.compile(r"[A-Za-z_$][\w$]{2,}")
+
+
+def key_lines(request: str, counts: Counter[str], limit: int) -> list[str]:
+    """The lines of a long request (a plan, a specification, a log) that carry the most
+    names, whole and in their order: each name counts once, more when the conversation
+    uses it (``counts``). A line with plain words in code font is left out (it would be
+    quoted as a false name)."""
+    if len(request) <= _KEY_LINES_ABOVE_CHARS or limit <= 0:
+        return []
+    scored: list[tuple[int, int, str]] = []
+    for index, raw in enumerate(unique(line.strip() for line in request.splitlines())):
+        if not _KEY_LINE_MIN <= len(raw) <= _KEY_LINE_MAX or "```" in raw or "~~~" in raw:
+            continue
+        spans = _CODE_SPAN_TEXT.findall(raw)
+        if any(not is_name(span) for span in spans):
+            continue
+        names = {*spans, *prose_names(raw), *code_words(raw)}
+        if not names:
+            continue
+        words = {word for name in names for word in _IDENTIFIER.findall(name)}
+        score = len(names) + sum(min(counts[word], 3) for word in words)
+        scored.append((score, index, raw))
+    best = sorted(scored, key=lambda s: (-s[0], s[1]))[:limit]
+    return [line for _, _, line in sorted(best, key=lambda s: s[1])]

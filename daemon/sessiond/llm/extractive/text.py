@@ -425,3 +425,9 @@ def quote(text: str, limit: int, indent: str = "  ") -> str:
     """A Markdown quote, indented to belong to the list item above it."""
     lines = clip(text, limit).splitlines()
     return "\n".join(f"{indent}> {line}" if line.strip() else f"{indent}>" for line in lines)
+
+
+def excerpt(text: str, limit: int) -> str:
+    """Output quoted in code font, cut (and marked so) inside the quote when too long."""
+    shown = text if len(text) <= limit else text[: max(1, limit - 2)].rstrip() + " …"
+    return f"`{shown.replace('`', chr(39))}`"
