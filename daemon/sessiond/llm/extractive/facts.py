@@ -220,6 +220,10 @@ def _read_part(facts: Facts, part: Part, waiting: deque[Action]) -> None:
     elif part.role == "toolCalls":
         turn = _current(facts)
         turn.ended_with_reply = False
+        # Results follow the message that made their calls; a call still waiting when the
+        # next calls come was never answered (an aborted run), and must not take their
+        # results.
+        waiting.clear()
         for call in part.calls:
             action = Action(
                 tool=call.name, path=_first_str(call.args, _PATH_KEYS), args=call.args

@@ -68,8 +68,32 @@ def searches(facts: Facts) -> list[str]:
         if pattern is None or "`" in pattern:
             continue
         where = _where(action, pattern)
-        told.append(f"`{pattern}`" + (f" in `{where}`" if where else ""))
+        paths = found_paths(action.result) if action.succeeded else []
+        hits = ""
+        if paths:
+            more = f" (+{len(paths) - _PATHS_SHOWN} more)" if len(paths) > _PATHS_SHOWN else ""
+            hits = " found " + ", ".join(f"`{p}`" for p in paths[:_PATHS_SHOWN]) + more
+        told.append(f"`{pattern}`" + (f" in `{where}`" if where else "") + hits)
     return unique(told)
+
+
+# Files a search found, shown per search; the lines of its result read for them.
+_PATHS_SHOWN: Final = 3
+_RESULT_LINES: Final = 200
+_FILE_LIKE: Final = re.compile(r"^[\w@~./+-]*[/.][\w@~./+-]*$")
+
+
+def found_paths(result: str) -> list[str]:
+    """The files a search result names: lines that are a path, or that start with one
+    ("path:12: match"), each once."""
+    paths: list[str] = []
+    for line in result.splitlines()[:_RESULT_LINES]:
+        text = line.strip()
+        head = text.split(":", 1)[0] if ":" in text else text
+        if 2 < len(head) <= 200 and _FILE_LIKE.match(head) and not head.startswith(".."):
+            if "/" in head or "." in head.lstrip("."):
+                paths.append(head)
+    return unique(paths)
 
 
 def _where(action: Action, pattern: str) -> str | None:
