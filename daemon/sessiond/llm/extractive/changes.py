@@ -104,6 +104,9 @@ def declarations_read(result: str, counts: Counter[str], limit: int) -> list[str
     found = []
     for line in lines:
         match = DECLARATION.match(line)
-        if match is not None and counts[match.group(2)] and _quotable(line.strip()):
+        # A declaration ends its line; "type Id," is an import list's item, not one.
+        if match is None or line.rstrip().endswith(","):
+            continue
+        if counts[match.group(2)] and _quotable(line.strip()):
             found.append(line.strip().removesuffix("{").rstrip())
     return unique(found)[:limit]

@@ -98,8 +98,9 @@ _CD = re.compile(r"^\s*cd\s")
 def short_command(command: str) -> str:
     """A command's first line without ``cd`` prefixes and output plumbing (``2>&1``, a
     trailing ``| tail -20``): what was run, not how its output was shown."""
-    # A line ending in a backslash goes on in the next one.
-    first = command.strip().replace("\\\n", " ").splitlines()[0] if command.strip() else ""
+    # A line ending in a backslash goes on in the next one; comment lines are not run.
+    lines = command.strip().replace("\\\n", " ").splitlines()
+    first = next((line for line in lines if not line.lstrip().startswith("#")), "")
     shown = " ".join(_PLUMBING.sub("", _CD_PREFIX.sub("", first)).split())
     return clip(shown, 100)
 

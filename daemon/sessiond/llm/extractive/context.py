@@ -10,7 +10,9 @@ word for word.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+from typing import Final
 
 from sessiond.llm.extractive.changes import declarations_read
 from sessiond.llm.extractive.checkpoint import Checkpoint
@@ -79,7 +81,7 @@ def critical_context(
         if name not in written and len(name) > 2
     ]
     if unstated:
-        items.append(f"- Other names: {code_list(unstated[: limits.names], limits.names)}")
+        items += _names_by_file(facts, unstated[: limits.names], limits.names)
     if branch:
         return items
     items += [f"- {line}" for line in facts.additional_context if len(line) <= limits.item]
@@ -122,3 +124,32 @@ def _files_read(facts: Facts, limits: Limits, counts: Counter[str]) -> list[str]
     if plain:
         items.append(f"- Files read: {code_list(plain, limits.files)}")
     return items
+
+
+def _names_by_file(facts: Facts, names: list[str], limit: int) -> list[str]:
+    """Names not stated elsewhere, each under the first file read or changed whose text
+    has it (where a reader would find it), the rest on a line of their own."""
+    where: dict[str, str] = {}
+    for action in facts.actions:
+        if not action.path or not action.succeeded or not (action.reads or action.writes):
+            continue
+        text = action.result if action.reads else "\n".join(action.added_lines)
+        for word in _IDENTIFIER.findall(text):
+            where.setdefault(word, action.path)
+    by_file: dict[str, list[str]] = {}
+    for name in names:
+        # Only an identifier, a member chain or a call is looked up in the files' text.
+        words = _IDENTIFIER.findall(name) if _LOOKED_UP.match(name) else []
+        path = where.get(words[-1]) if words else None
+        by_file.setdefault(path or "", []).append(name)
+    lines = [
+        f"  - `{path}`: {code_list(found, limit)}" for path, found in by_file.items() if path
+    ]
+    items = ["- Other names, by the file that has them:\n" + "\n".join(lines)] if lines else []
+    if by_file.get(""):
+        items.append(f"- Other names: {code_list(by_file[''], limit)}")
+    return items
+
+
+_IDENTIFIER: Final = re.compile(r"[A-Za-z_$][\w$]{2,}")
+_LOOKED_UP: Final = re.compile(r"^[A-Za-z_$][\w$.]{0,79}(?:\(\))?$")
