@@ -66,8 +66,8 @@ from sessiond.core.decode import NotAnEntry, decode_entry
 from sessiond.core.encoding import to_json
 from sessiond.core.entries import CompactionEntry, Entry
 from sessiond.core.fileops import strip_file_tags
-from sessiond.core.projection import message_of_entry
 from sessiond.core.preparation import NotCompactable
+from sessiond.core.projection import message_of_entry
 from sessiond.core.serialize import serialize_conversation
 from sessiond.core.summary_prompts import history_max_tokens, history_prompt
 from sessiond.errors import SessiondError

@@ -126,9 +126,7 @@ def _task_texts(tasks: list[Task], status: str) -> list[str]:
     """The agent's tasks of one status that read as lines of a summary (whole, not in the
     first person)."""
     return [
-        text
-        for text in texts(tasks, status)
-        if is_finished(text) and not in_first_person(text)
+        text for text in texts(tasks, status) if is_finished(text) and not in_first_person(text)
     ]
 
 
@@ -167,7 +165,7 @@ def _done(facts: Facts, limits: Limits, counts: Counter[str]) -> list[str]:
     discussed = discussed_names(facts)
     committed = commits(facts)
     for turn in facts.turns:
-        items += _changed_files(turn, shown, limits, discussed, counts)
+        items += _changed_files(facts, turn, shown, limits, discussed, counts)
         for command in unique(
             short_command(a.command) for a in turn.actions if a.command and id(a) in passed
         ):
@@ -197,6 +195,7 @@ def _done(facts: Facts, limits: Limits, counts: Counter[str]) -> list[str]:
 
 
 def _changed_files(
+    facts: Facts,
     turn: Turn,
     shown: dict[str, set[str]],
     limits: Limits,
@@ -228,7 +227,7 @@ def _changed_files(
         shown.setdefault(path, set()).update(new_names)
         shown_names = [f"{name}()" if name in functions else name for name in new_names]
         names = f" ({code_list(shown_names, limits.defined)})" if new_names else ""
-        code = changed_lines(changes[path], counts, limits.code_lines)
+        code = changed_lines(facts, changes[path], counts, limits.code_lines)
         block = "".join(f"\n  {line}" for line in code)
         fence = f"\n  ```diff{block}\n  ```" if code else ""
         lines.append(f"- [x] {_verb(used)} `{path}`{names}{fence}")

@@ -38,9 +38,13 @@ _LINE_NUMBER: Final = re.compile(r"^\s*\d{1,7}(?:→|\t)")
 def name_counts(facts: Facts) -> Counter[str]:
     """How many of the user's and the assistant's messages use each identifier (in code
     font, or shaped as code in prose): the names the conversation talks about."""
+    known = facts.memo.get("name_counts")
+    if isinstance(known, Counter):
+        return known
     counts: Counter[str] = Counter()
     for text in (*facts.requests, *facts.replies, *facts.reports, *facts.thoughts):
         counts.update(_message_identifiers(text))
+    facts.memo["name_counts"] = counts
     return counts
 
 
@@ -58,7 +62,7 @@ def _quotable(line: str) -> bool:
         and not line.startswith(_COMMENT)
         and "```" not in line
         and "~~~" not in line
-        and sum(char.isalnum() for char in line) >= len(line) // 3
+        and sum(map(str.isalnum, line)) >= len(line) // 3
     )
 
 
@@ -77,10 +81,24 @@ def _scored(lines: Iterable[str], counts: Counter[str]) -> list[tuple[int, str]]
     ]
 
 
-def changed_lines(actions: list[Action], counts: Counter[str], limit: int) -> list[str]:
+def changed_lines(
+    facts: Facts, actions: list[Action], counts: Counter[str], limit: int
+) -> list[str]:
     """The lines worth quoting of the changes ``actions`` made to one file, as a diff:
     "+" before a line brought in, "-" before one taken out (counted half: what a change
     removed matters less than what it made)."""
+    key = ("changed_lines", tuple(id(action) for action in actions))
+    marked = facts.memo.get(key)
+    if not isinstance(marked, list):
+        marked = _marked(actions, counts)
+        facts.memo[key] = marked
+    order = {line: index for index, (_, line) in enumerate(marked)}
+    best = sorted((m for m in marked if m[0] > 0), key=lambda m: (-m[0], order[m[1]]))[:limit]
+    # Removed lines first, then added ones, each kind in the change's order.
+    return sorted((line for _, line in best), key=lambda line: (line[0] == "+", order[line]))
+
+
+def _marked(actions: list[Action], counts: Counter[str]) -> list[tuple[int, str]]:
     added = _scored((line for action in actions for line in action.added_lines), counts)
     shown_added = {line for _, line in added}
     removed = [
@@ -91,11 +109,7 @@ def changed_lines(actions: list[Action], counts: Counter[str], limit: int) -> li
         if line not in shown_added
     ]
     marked = [(score, "+ " + line) for score, line in added]
-    marked += [(score, "- " + line) for score, line in removed]
-    order = {line: index for index, (_, line) in enumerate(marked)}
-    best = sorted((m for m in marked if m[0] > 0), key=lambda m: (-m[0], order[m[1]]))[:limit]
-    # Removed lines first, then added ones, each kind in the change's order.
-    return sorted((line for _, line in best), key=lambda line: (line[0] == "+", order[line]))
+    return marked + [(score, "- " + line) for score, line in removed]
 
 
 def declarations_read(result: str, counts: Counter[str], limit: int) -> list[str]:

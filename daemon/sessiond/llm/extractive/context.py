@@ -129,6 +129,25 @@ def _files_read(facts: Facts, limits: Limits, counts: Counter[str]) -> list[str]
 def _names_by_file(facts: Facts, names: list[str], limit: int) -> list[str]:
     """Names not stated elsewhere, each under the first file read or changed whose text
     has it (where a reader would find it), the rest on a line of their own."""
+    where = _identifier_files(facts)
+    by_file: dict[str, list[str]] = {}
+    for name in names:
+        # Only an identifier, a member chain or a call is looked up in the files' text.
+        words = _IDENTIFIER.findall(name) if _LOOKED_UP.match(name) else []
+        path = where.get(words[-1]) if words else None
+        by_file.setdefault(path or "", []).append(name)
+    lines = [f"  - `{path}`: {code_list(found, limit)}" for path, found in by_file.items() if path]
+    items = ["- Other names, by the file that has them:\n" + "\n".join(lines)] if lines else []
+    if by_file.get(""):
+        items.append(f"- Other names: {code_list(by_file[''], limit)}")
+    return items
+
+
+def _identifier_files(facts: Facts) -> dict[str, str]:
+    """Each identifier of the files read or changed, with the first file that has it."""
+    known = facts.memo.get("identifier_files")
+    if isinstance(known, dict):
+        return known
     where: dict[str, str] = {}
     for action in facts.actions:
         if not action.path or not action.succeeded or not (action.reads or action.writes):
@@ -136,19 +155,8 @@ def _names_by_file(facts: Facts, names: list[str], limit: int) -> list[str]:
         text = action.result if action.reads else "\n".join(action.added_lines)
         for word in _IDENTIFIER.findall(text):
             where.setdefault(word, action.path)
-    by_file: dict[str, list[str]] = {}
-    for name in names:
-        # Only an identifier, a member chain or a call is looked up in the files' text.
-        words = _IDENTIFIER.findall(name) if _LOOKED_UP.match(name) else []
-        path = where.get(words[-1]) if words else None
-        by_file.setdefault(path or "", []).append(name)
-    lines = [
-        f"  - `{path}`: {code_list(found, limit)}" for path, found in by_file.items() if path
-    ]
-    items = ["- Other names, by the file that has them:\n" + "\n".join(lines)] if lines else []
-    if by_file.get(""):
-        items.append(f"- Other names: {code_list(by_file[''], limit)}")
-    return items
+    facts.memo["identifier_files"] = where
+    return where
 
 
 _IDENTIFIER: Final = re.compile(r"[A-Za-z_$][\w$]{2,}")

@@ -121,6 +121,9 @@ class Facts:
     thoughts: list[str] = field(default_factory=list)
     # What sub-agents the assistant delegated to reported back: the assistant's work too.
     reports: list[str] = field(default_factory=list)
+    # What the rules worked out once for this conversation: a summary is rendered again
+    # at smaller sizes from the same facts.
+    memo: dict[object, object] = field(default_factory=dict)
 
     @property
     def requests(self) -> list[str]:
@@ -225,9 +228,7 @@ def _read_part(facts: Facts, part: Part, waiting: deque[Action]) -> None:
         # results.
         waiting.clear()
         for call in part.calls:
-            action = Action(
-                tool=call.name, path=_first_str(call.args, _PATH_KEYS), args=call.args
-            )
+            action = Action(tool=call.name, path=_first_str(call.args, _PATH_KEYS), args=call.args)
             command = _first_str(call.args, _COMMAND_KEYS)
             if command is not None:
                 action.command = command.strip()

@@ -52,5 +52,3 @@ class Limits:
 
 
 _LENGTH_FLOORS = {"goal": 120, "item": 120, "pending": 300, "last_reply": 120}
-
-

@@ -1,7 +1,8 @@
 """Checkpoints into text, at about the size a model's summary of the same span would be.
 
-The size target grows with the conversation, about a fortieth of it after a base (a
-long span has more work and more names to tell), and never passes the request's budget.
+The size target grows with the conversation, 7 % of it after a base of 4,000 characters
+and up to 24,000 (a long span has more work, code and names to tell; a model's summary of
+a long span is 10,000 to 25,000 characters), and never passes the request's budget.
 When the text is over the target, every limit is scaled down and the text
 rendered again; older Done items are folded into one line of the names they
 mention before any is dropped; only as a last resort is the text cut.
@@ -10,13 +11,13 @@ mention before any is dropped; only as a last resort is the text cut.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import fields
 
 from sessiond.llm.base import Purpose
-from sessiond.llm.extractive.build import Limits, build_checkpoint
+from sessiond.llm.extractive.build import build_checkpoint
 from sessiond.llm.extractive.checkpoint import MARKER, Checkpoint, merge, parse_checkpoint
 from sessiond.llm.extractive.facts import Facts
+from sessiond.llm.extractive.limits import Limits
 from sessiond.llm.extractive.names import code_spans, names_only_in_code
 from sessiond.llm.extractive.requests import task_line
 from sessiond.llm.extractive.text import (
@@ -35,11 +36,6 @@ _NONE = "- (none)"
 _TRUNCATED = "\n[... extractive summary cut to fit the size limit]"
 _FACTORS = (1.0, 0.03)
 _SEARCH_STEPS = 6
-# A root is named when at least this many paths share it, nine in ten of them at least,
-# and it is at least two directories deep ("/home/me/", not "/home/").
-_ROOT_MIN_PATHS = 3
-_ROOT_SHARE = 1.0
-_ROOT_MIN_DEPTH = 2
 # Target size: a base plus a share of the conversation.
 _TARGET_BASE = 4000
 _TARGET_SHARE = 0.07
@@ -59,12 +55,11 @@ def size_target(facts: Facts, previous: str | None, budget: int) -> int:
 
 def summarize(facts: Facts, previous: str | None, purpose: Purpose, budget: int) -> str:
     target = budget if purpose == "short" else size_target(facts, previous, budget)
-    root = None
     renders: list[str] = []
 
     def render(factor: float) -> str:
         text = _render(facts, previous, purpose, Limits().scaled(factor))
-        text = names_only_in_code(relative_paths(text, root))
+        text = names_only_in_code(text)
         renders.append(text)
         return text
 
@@ -93,40 +88,6 @@ def summarize(facts: Facts, previous: str | None, purpose: Purpose, budget: int)
     if newline > len(cut) // 2:
         cut = cut[:newline]
     return cut + _TRUNCATED
-
-
-def project_root(facts: Facts) -> str | None:
-    """The deepest directory holding nearly all the absolute paths the tools worked on
-    (the project's root, which the conversation rarely states), if there is one."""
-    paths = {action.path for action in facts.actions if action.path and action.path[:1] == "/"}
-    if len(paths) < _ROOT_MIN_PATHS:
-        return None
-    counts: Counter[str] = Counter()
-    for path in paths:
-        parts = path.split("/")[1:-1]
-        for depth in range(_ROOT_MIN_DEPTH, len(parts) + 1):
-            counts["/" + "/".join(parts[:depth]) + "/"] += 1
-    shared = [d for d, count in counts.items() if count >= _ROOT_SHARE * len(paths)]
-    return max(shared, key=len) if shared else None
-
-
-def relative_paths(text: str, root: str | None) -> str:
-    """Paths under ``root`` written relative to it, the root stated once (first in the
-    context section)."""
-    if root is None or root not in text:
-        return text
-    text = text.replace(root, "")
-    line = f"- Paths below are relative to `{root}`"
-    for heading in ("## Critical Context\n", "## Context for Suffix\n"):
-        position = text.rfind(heading)
-        if position >= 0:
-            end = position + len(heading)
-            rest = text[end:]
-            if rest.startswith(_NONE):
-                rest = rest[len(_NONE) :].lstrip("\n")
-                return f"{text[:end]}{line}" + (f"\n{rest}" if rest else "")
-            return f"{text[:end]}{line}\n{rest}"
-    return text
 
 
 def _render(facts: Facts, previous: str | None, purpose: Purpose, limits: Limits) -> str:

@@ -80,19 +80,25 @@ def searches(facts: Facts) -> list[str]:
 # Files a search found, shown per search; the lines of its result read for them.
 _PATHS_SHOWN: Final = 3
 _RESULT_LINES: Final = 200
-_FILE_LIKE: Final = re.compile(r"^[\w@~./+-]*[/.][\w@~./+-]*$")
+_PATH_CHARS: Final = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@~./+-[]()"
+)
 
 
 def found_paths(result: str) -> list[str]:
     """The files a search result names: lines that are a path, or that start with one
-    ("path:12: match"), each once."""
+    ("path:12: match"), each once. A path has a slash or a dot past its first character
+    and only the characters paths are usually made of."""
     paths: list[str] = []
     for line in result.splitlines()[:_RESULT_LINES]:
-        text = line.strip()
-        head = text.split(":", 1)[0] if ":" in text else text
-        if 2 < len(head) <= 200 and _FILE_LIKE.match(head) and not head.startswith(".."):
-            if "/" in head or "." in head.lstrip("."):
-                paths.append(head)
+        head = line.strip().split(":", 1)[0]
+        if (
+            2 < len(head) <= 200
+            and not head.startswith("..")
+            and ("/" in head or "." in head[1:])
+            and _PATH_CHARS.issuperset(head)
+        ):
+            paths.append(head)
     return unique(paths)
 
 
