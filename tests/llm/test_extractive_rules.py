@@ -228,20 +228,6 @@ def test_findings_state_the_names_worked_on_in_the_assistants_words() -> None:
     assert "Now let me check" not in critical
 
 
-def test_paths_are_written_relative_to_the_root_stated_once() -> None:
-    parts = ["[User]: Tidy the three modules."]
-    for name in ("a", "b", "c"):
-        parts += [
-            f'[Assistant tool calls]: edit(path="/home/me/proj/src/{name}.py", oldText="x", '
-            f'newText="def tidy_{name}(): pass")',
-            f"[Tool result]: Successfully replaced text in /home/me/proj/src/{name}.py.",
-        ]
-    text = summary(*parts)
-    assert "- Paths below are relative to `/home/me/proj/src/`" in text
-    assert text.count("/home/me/proj/") == 1
-    assert "`a.py` (`tidy_a()`)" in section(text, "Done")
-
-
 def test_a_task_notification_is_not_an_earlier_summary() -> None:
     notification = (
         "<task-notification>\n<task-id>a1</task-id>\n<summary>Agent failed: boom</summary>\n"
