@@ -46,6 +46,14 @@ _FAILED_COMMAND = re.compile(
     r"|\b[1-9]\d* (?:failed|errors?)\b|^FAIL(?:ED)?\b|Traceback \(most recent call last\)",
     re.IGNORECASE | re.MULTILINE,
 )
+# A compiler's or checker's diagnostic at the start of a line, as tsc ("a.ts(3,5): error
+# TS2307: ..."), rustc ("error[E0599]: ...") and gcc, clang or mypy ("a.py:3: error: ...")
+# write them: the check failed even when a pipe (``| tail``) hid its exit status.
+_DIAGNOSTIC = re.compile(
+    r"^(?:[^\s:()]{1,300}(?:\(\d{1,7},\d{1,7}\)|:\d{1,7}(?::\d{1,7})?):? )?"
+    r"error(?:\[E\d{1,5}\]| TS\d{1,5})?: ",
+    re.MULTILINE,
+)
 _ERROR_LINE = re.compile(
     r"\b(error|exception|traceback|failed|failure|fatal|panic|denied|no such file|not found"
     r"|cannot|can't|could not|unable to|segmentation fault|assert)",
@@ -316,7 +324,7 @@ def result_error(text: str, *, command: bool) -> str | None:
     """The line that says a tool failed, or None when its result reads as a success."""
     first = next((line.strip() for line in text.splitlines() if line.strip()), "")
     if command:
-        failed = _FAILED_COMMAND.search(text) is not None
+        failed = _FAILED_COMMAND.search(text) is not None or _DIAGNOSTIC.search(text) is not None
     else:
         failed = _FAILED_START.match(first) is not None
     if not failed:

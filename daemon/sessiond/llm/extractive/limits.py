@@ -45,10 +45,14 @@ class Limits:
             value: int = getattr(self, spec.name)
             floor = _LENGTH_FLOORS.get(spec.name)
             if floor is None:
-                changes[spec.name] = max(1, int(value * factor))
+                least = min(value, _COUNT_FLOORS.get(spec.name, 1))
+                changes[spec.name] = max(least, int(value * factor))
             else:
                 changes[spec.name] = max(floor, int(value * factor**0.5))
         return replace(self, **changes)
 
 
 _LENGTH_FLOORS = {"goal": 120, "item": 120, "pending": 300, "last_reply": 120}
+# The work done is what a summary is for: its items are the last to go (the other
+# counts shrink first), each file still shows a few of its changed lines.
+_COUNT_FLOORS = {"done": 40, "code_lines": 3}

@@ -37,8 +37,8 @@ _TRUNCATED = "\n[... extractive summary cut to fit the size limit]"
 _FACTORS = (1.0, 0.03)
 _SEARCH_STEPS = 6
 # Target size: a base plus a share of the conversation.
-_TARGET_BASE = 4000
-_TARGET_SHARE = 0.07
+_TARGET_BASE = 5000
+_TARGET_SHARE = 0.09
 _TARGET_CEILING = 24000
 
 
