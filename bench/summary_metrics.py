@@ -1,11 +1,15 @@
 """What the summary benchmark measures in a summary's text (``bench/summary_bench.py``).
 
-- ``entities``: the named entities of a summary: backticked names (plain words left
-  out) and file paths written without backticks. Such a path ends in a file extension,
-  starts with ``/``, ``~/``, ``./`` or ``../``, or ends with ``/``; "pause/resume" or
-  "Razorpay/Stripe" are alternatives, not paths. ``found`` counts an entity as named
-  when the other summary has it; a call ``f()`` is named by ``f``, an absolute path
-  under a root the summary states by its relative form.
+- ``original_entities`` / ``original_found``: the rule this corpus was first measured
+  with (the primary figure): every backticked span of the model's summary (plain words
+  too) and every path-shaped word outside them that holds a slash or ends in a common
+  extension ("pause/resume" included), each named when the other summary has it as
+  written.
+- ``entities`` / ``found``: a refined rule: backticked names (plain words left out)
+  and file paths written without backticks, a path being a word that ends in a file
+  extension, starts with ``/``, ``~/``, ``./`` or ``../``, or ends with ``/``
+  ("pause/resume" or "Razorpay/Stripe" are alternatives, not paths); a call ``f()`` is
+  named by ``f``.
 - ``plain_words``: backticked text that is not a name: words of letters and spaces only
   with an English function word among them (articles, pronouns, prepositions,
   conjunctions, auxiliaries: "for", "that", "and"), or a span that starts or ends with a
@@ -114,18 +118,9 @@ def original_found(name: str, text: str) -> bool:
 
 
 def found(name: str, text: str) -> bool:
-    """Whether ``text`` names the entity ``name``: a call ``f()`` is named by ``f``, and an
-    absolute path under the root a summary states ("Paths below are relative to `R`")
-    by its relative form."""
-    if name in text or (name.endswith("()") and len(name) > 3 and name[:-2] in text):
-        return True
-    root = _ROOT.search(text)
-    if root is not None and name.startswith(root.group(1)):
-        return name[len(root.group(1)) :] in text
-    return False
-
-
-_ROOT: Final = re.compile(r"^- Paths below are relative to `([^`\n]+/)`", re.MULTILINE)
+    """Whether ``text`` names the entity ``name`` (the refined rule): a call ``f()`` is
+    named by ``f``."""
+    return name in text or (name.endswith("()") and len(name) > 3 and name[:-2] in text)
 
 
 def is_plain_words(span: str) -> bool:

@@ -154,11 +154,21 @@ def passed_checks(facts: Facts) -> set[int]:
     return passed
 
 
-def errors(facts: Facts) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """(what failed, error) pairs: still open, and cleared by a later success on the same
-    file or the same command (its program and first word; any command of a chain)."""
+def errors(facts: Facts) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
+    """(what failed, error) pairs still open, and (what failed, error, how it was
+    cleared) for those a later success cleared: on the same file or the same command
+    (its program and first word; any command of a chain), or, for a check whose error
+    names a file (``a.ts(3,5): error ...``), a later successful change of that file."""
     open_errors: dict[str, tuple[str, str]] = {}
-    resolved: list[tuple[str, str]] = []
+    named: dict[str, tuple[str, str]] = {}
+    resolved: list[tuple[str, str, str]] = []
+
+    def clear(failure: tuple[str, str], how: str) -> None:
+        nonlocal open_errors, named
+        resolved.append((*failure, how))
+        open_errors = {k: v for k, v in open_errors.items() if v is not failure}
+        named = {k: v for k, v in named.items() if v is not failure}
+
     for action in facts.actions:
         keys = keys_of(action)
         if not keys or not action.answered:
@@ -168,13 +178,23 @@ def errors(facts: Facts) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
             failure = (shown, one_line(action.error))
             for key in keys:
                 open_errors[key] = failure
+            if action.command is not None:
+                for path in _NAMED_FILE.findall(action.error):
+                    named[path] = failure
             continue
         for key in keys:
             failure_or_none = open_errors.get(key)
             if failure_or_none is not None:
-                resolved.append(failure_or_none)
-                open_errors = {k: v for k, v in open_errors.items() if v is not failure_or_none}
+                clear(failure_or_none, "then succeeded")
+        if action.writes and action.path:
+            for path, failure in list(named.items()):
+                if action.path == path or action.path.endswith("/" + path):
+                    clear(failure, f"then `{action.path}` was changed")
     return unique_pairs(open_errors.values()), resolved
+
+
+# A file an error line starts with ("src/a.ts(3,5): ...", "src/a.py:3: ...").
+_NAMED_FILE = re.compile(r"^([\w@.~/-]{1,300}\.\w{1,10})(?:\(\d{1,7},\d{1,7}\)|:\d)")
 
 
 def unique_pairs(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:

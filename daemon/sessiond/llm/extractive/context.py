@@ -35,7 +35,7 @@ from sessiond.llm.extractive.toolwork import searches
 def critical_context(
     facts: Facts,
     limits: Limits,
-    resolved: list[tuple[str, str]],
+    resolved: list[tuple[str, str, str]],
     cp: Checkpoint,
     counts: Counter[str],
     *,
@@ -58,8 +58,8 @@ def critical_context(
     findings = choose(candidates(facts, limits.item), weights, stated, limits.findings)
     items += [f"- {finding.sentence}" for finding in findings]
     items += [
-        f"- Resolved: `{key}` failed with {excerpt(error, limits.item // 2)}, then succeeded"
-        for key, error in resolved[-limits.errors :]
+        f"- Resolved: `{key}` failed with {excerpt(error, limits.item // 2)}, {how}"
+        for key, error, how in resolved[-limits.errors :]
     ]
     items += _files_read(facts, limits, counts)
     found = searches(facts)
