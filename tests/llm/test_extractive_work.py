@@ -272,3 +272,26 @@ def test_file_tracking_knows_claude_codes_file_tools_and_keeps_pis_rule() -> Non
         ["/p/a.py", "/p/f.py"],
         ["/p/b.py", "/p/c.py", "/p/d.py", "/p/e.ipynb"],
     )
+
+
+def test_a_checks_diagnostic_fails_it_and_a_change_to_the_named_file_clears_it() -> None:
+    diagnostic = "src/a.ts(3,5): error TS2322: Type 'boolean' is not assignable to type 'void'."
+    failed = summary(
+        "[User]: Type-check the project.",
+        calls(call("Bash", command="npx tsc | tail -5")),
+        f"[Tool result]: {diagnostic}",
+    )
+    # The pipe hid tsc's exit status; its diagnostic says the check failed.
+    assert "`npx tsc` failed: `src/a.ts(3,5): error TS2322:" in section(failed, "Blocked")
+    assert "passed" not in section(failed, "Done")
+    cleared = summary(
+        "[User]: Type-check the project.",
+        calls(call("Bash", command="npx tsc | tail -5")),
+        f"[Tool result]: {diagnostic}",
+        calls(
+            call("Edit", file_path="/p/src/a.ts", old_string="=> f(x)", new_string="=> { f(x); }")
+        ),
+        "[Tool result]: The file /p/src/a.ts has been updated.",
+    )
+    assert section(cleared, "Blocked").strip() == "- (none)"
+    assert "then `/p/src/a.ts` was changed" in section(cleared, "Critical Context")
