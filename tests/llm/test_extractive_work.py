@@ -295,3 +295,20 @@ def test_a_checks_diagnostic_fails_it_and_a_change_to_the_named_file_clears_it()
     )
     assert section(cleared, "Blocked").strip() == "- (none)"
     assert "then `/p/src/a.ts` was changed" in section(cleared, "Critical Context")
+
+
+def test_a_silent_commands_left_out_result_does_not_take_the_next_calls() -> None:
+    # The prompt leaves an empty result out: ``mkdir`` printed nothing, so the one result
+    # that follows is the write's, which names its file.
+    text = summary(
+        "[User]: Create the module.",
+        calls(
+            call("Bash", command="mkdir -p /p/lib"),
+            call("Write", file_path="/p/lib/queue.ts", content="export class TaskQueue {}"),
+        ),
+        "[Tool result]: File created successfully at: /p/lib/queue.ts",
+        "[Assistant]: Created the module.",
+    )
+    done = section(text, "Done")
+    assert "- [x] Wrote `/p/lib/queue.ts` (`TaskQueue`)" in done
+    assert "- [x] Ran `mkdir -p /p/lib`" in done

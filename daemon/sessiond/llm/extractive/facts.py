@@ -217,9 +217,10 @@ def _read_part(facts: Facts, part: Part, waiting: deque[Action]) -> None:
             return
         request = part.text.strip()
         if request:
+            _silent(waiting)
             facts.turns.append(Turn(request=request))
-            waiting.clear()
     elif part.role == "assistant":
+        _silent(waiting)
         text = part.text.strip()
         if text:
             turn = _current(facts)
@@ -231,10 +232,7 @@ def _read_part(facts: Facts, part: Part, waiting: deque[Action]) -> None:
     elif part.role == "toolCalls":
         turn = _current(facts)
         turn.ended_with_reply = False
-        # Results follow the message that made their calls; a call still waiting when the
-        # next calls come was never answered (an aborted run), and must not take their
-        # results.
-        waiting.clear()
+        _silent(waiting)
         for call in part.calls:
             action = Action(tool=call.name, path=_first_str(call.args, _PATH_KEYS), args=call.args)
             command = _first_str(call.args, _COMMAND_KEYS)
@@ -250,12 +248,36 @@ def _read_part(facts: Facts, part: Part, waiting: deque[Action]) -> None:
         facts.last_tool_result = part.text
         _current(facts).ended_with_reply = False
         if waiting:
-            action = waiting.popleft()
+            action = _answered_by(waiting, part.text)
             action.answered = True
             action.result = part.text
             action.error = result_error(part.text, command=action.command is not None)
             if action.tool.lower() in _DELEGATE_TOOLS and action.error is None:
                 facts.reports.append(part.text)
+
+
+def _silent(waiting: deque[Action]) -> None:
+    """The calls whose results never came before the conversation went on. The prompt
+    leaves an empty result out (a ``mkdir`` prints nothing), and a run that was stopped
+    says so in a result, so these answered with nothing: they worked. Results follow the
+    message that made their calls; a later message's results are not theirs."""
+    while waiting:
+        waiting.popleft().answered = True
+
+
+def _answered_by(waiting: deque[Action], result: str) -> Action:
+    """The waiting call a result answers: the oldest, unless the result names the file of
+    a later one and not the oldest's (a file tool's "File created successfully at:
+    PATH" after a silent command, whose empty result the prompt left out); the calls
+    passed over answered with nothing."""
+    first = waiting[0]
+    if len(waiting) > 1 and not (first.path and first.path in result):
+        for index, action in enumerate(waiting):
+            if index and action.path and action.path in result:
+                for _ in range(index):
+                    waiting.popleft().answered = True
+                break
+    return waiting.popleft()
 
 
 def _first_str(args: dict[str, object], keys: tuple[str, ...]) -> str | None:
