@@ -3,19 +3,20 @@
 - Goal: the first real request as the task it asks for (``requests``); later requests
   as "Then:" lines (pi's prompt allows several items when the session had several tasks).
 - Done: files whose edit or write succeeded, with the functions and types the change
-  declared or brought in; checks (tests, builds, linters) whose output shows no
-  failure; and the assistant's sentences reporting something finished, from every
-  reply of the turn (a long turn reports as it goes), without their "I". A request is
-  never listed as done: asking is not doing.
-- In Progress: the last request, when the assistant was still calling tools at the end.
-- Blocked: tool errors that no later success on the same file or command cleared.
+  declared or brought in and its own lines as a small diff (``changes``); checks
+  (tests, builds, linters) whose output shows no failure; commands that changed
+  something, and the commits they made; work done through other tools and the tasks
+  the agent's task list completed (``toolwork``); and the assistant's sentences
+  reporting something finished, from every reply of the turn (a long turn reports as
+  it goes), without their "I". A request is never listed as done: asking is not doing.
+- In Progress: the last request, when the assistant was still calling tools at the end,
+  and the tasks in progress.
+- Blocked: tool errors that no later success cleared (``commands``).
 - Key Decisions: the assistant's statements of a choice (instead of, rather than,
   because ...), not its announcements of what it will do next.
-- Next Steps: the open request, the unfinished work, the open errors, and what the
-  assistant's last reply itself proposed.
-- Critical Context: a long request's outline, the assistant's findings that state the
-  names the conversation worked on (``findings``), errors and how they were resolved,
-  files read, commands run, the names still unstated, and the open request word for word.
+- Next Steps: the open request, the unfinished work, the open errors, the pending
+  tasks, and what the assistant's last reply itself proposed.
+- Critical Context: ``context``.
 
 Every line holds whole sentences: one too long for its line is left out, not cut.
 """
