@@ -263,6 +263,12 @@ def test_import_a_claude_code_transcript_then_compact_it_offline(tmp_path: Path,
     ).stdout
     assert compacted.startswith("Compacted: entry ")
     assert "Offline extractive summary" in compacted
+    # Claude Code's file tools (``Edit`` with a ``file_path``) fill the tags.
+    changed = "/Users/ob1/projects/opus-hackathon/napoli-matcha/CLAUDE.md"
+    entry = json.loads(target.read_text().splitlines()[-1])
+    assert entry["type"] == "compaction"
+    assert entry["details"]["modifiedFiles"] == [changed]
+    assert entry["summary"].endswith(f"<modified-files>\n{changed}\n</modified-files>")
 
 
 def test_import_refuses_what_is_not_a_transcript(tmp_path: Path, env):
