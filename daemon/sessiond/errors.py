@@ -154,7 +154,9 @@ class InvalidSessionFileError(SessiondError):
     Reasons: ``empty``, ``notASessionFile``, ``invalidHeader``,
     ``unsupportedVersion``, ``invalidUtf8``, ``notAFile``, ``notFound``; and for a
     session's file or one beside it that sessiond will not use (``store.safe_files``):
-    ``symlink``, ``notAFile``, ``hardLink``, ``notPrivate``, with ``path`` naming it.
+    ``symlink``, ``notAFile``, ``hardLink``, ``notPrivate``, with ``path`` naming it. A
+    transcript to import (``sessiond import``, the command line only): ``invalidTranscript``
+    (with ``line``), ``lineTooLong``, ``tooLarge``, ``emptyTranscript``.
     """
 
     code = -32017

@@ -233,3 +233,52 @@ def test_read_only_commands_use_and_leave_the_persistent_index(sample: Path, env
     assert again == first
     assert index.stat().st_mtime_ns == written  # read, not rewritten: nothing was appended
     assert (sample.read_bytes(), sample.stat().st_mtime_ns) == before
+
+
+def test_import_a_claude_code_transcript_then_compact_it_offline(tmp_path: Path, env):
+    transcript = (
+        ROOT
+        / "bench"
+        / "summaries"
+        / "corpus"
+        / "claude-napoli-matcha"
+        / "0c_c3173e5050_0_full.jsonl.gz"
+    )
+    target = tmp_path / "imported.jsonl"
+    result = sessiond("import", "claude-code", str(transcript), "-o", str(target), env=env)
+    assert result.stdout.startswith(f"Wrote {target}: ")
+    assert "(38 tool calls, 1 compaction)" in result.stdout.splitlines()[0]
+    info = sessiond("info", str(target), env=env).stdout
+    assert "compaction 1" in info and "Recovery  clean" in info
+    # Again without --force: refused, and the file is left as it was.
+    before = target.read_bytes()
+    again = sessiond(
+        "import", "claude-code", str(transcript), "-o", str(target), env=env, check=False
+    )
+    assert again.returncode == 1 and again.stderr.startswith("sessiond: error: ")
+    assert "exists" in again.stderr and target.read_bytes() == before
+    # The imported session compacts like any other (the offline summarizer, no model).
+    compacted = sessiond(
+        "compact", str(target), "--set", "compaction.keepRecentTokens=2000", env=env
+    ).stdout
+    assert compacted.startswith("Compacted: entry ")
+    assert "Offline extractive summary" in compacted
+    # Claude Code's file tools (``Edit`` with a ``file_path``) fill the tags.
+    changed = "/Users/ob1/projects/opus-hackathon/napoli-matcha/CLAUDE.md"
+    entry = json.loads(target.read_text().splitlines()[-1])
+    assert entry["type"] == "compaction"
+    assert entry["details"]["modifiedFiles"] == [changed]
+    assert entry["summary"].endswith(f"<modified-files>\n{changed}\n</modified-files>")
+
+
+def test_import_refuses_what_is_not_a_transcript(tmp_path: Path, env):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"type":"user","message":{"role":"user","content":"hi"}}\n{oops\n')
+    result = sessiond(
+        "import", "claude-code", str(bad), "-o", str(tmp_path / "o.jsonl"), env=env, check=False
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip() == "sessiond: error: line 2 of the transcript: not JSON"
+    assert not (tmp_path / "o.jsonl").exists()
+    usage = sessiond("import", "codex", str(bad), env=env, check=False)
+    assert usage.returncode == 2

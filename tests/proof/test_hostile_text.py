@@ -20,6 +20,7 @@ the bound below; quadratic or cubic readers take minutes to hours on them.
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import secrets
@@ -152,9 +153,20 @@ def test_a_crafted_summary_has_its_file_tags_replaced_in_linear_time(text: str) 
 
 
 def summarize(text: str) -> str:
+    code = json.dumps(text)
+    todos = json.dumps([{"content": text, "status": "pending"}])
     prompt = (
         f"<conversation>\n[User]: {text}\n\n[Assistant]: {text}\n\n[Tool result]: {text}"
-        f"\n</conversation>\n\n<previous-summary>\n{text}\n</previous-summary>"
+        f'\n\n[Assistant tool calls]: edit(path="x.py", oldText={code}, newText={code})'
+        "\n\n[Tool result]: Successfully replaced text in x.py."
+        # The rules that read tools' arguments and results: a file read, a search and what
+        # it found, a patch, a task list, a tool that makes things elsewhere, a
+        # sub-agent's report and a command's output (commits).
+        f"\n\n[Assistant tool calls]: Read(file_path={code}); Grep(pattern={code}, path={code})"
+        f"; apply_patch(input={code}); TodoWrite(todos={todos}); TaskCreate(subject={code})"
+        f'; mcp__t__create_issue(title={code}); Task(prompt={code}); bash(command="git commit")'
+        + f"\n\n[Tool result]: {text}" * 8
+        + f"\n</conversation>\n\n<previous-summary>\n{text}\n</previous-summary>"
     )
     return extractive_summary(
         CompletionRequest(system_prompt="", prompt=prompt, max_tokens=4000, purpose="update")
@@ -163,7 +175,42 @@ def summarize(text: str) -> str:
 
 @pytest.mark.parametrize(
     "unit",
-    ["a-", "a.", "-a", ".a", "<summary>", "<read-files>\na\n", "a_", "aB", "a/"],
+    [
+        "a-",
+        "a.",
+        "-a",
+        ".a",
+        "<summary>",
+        "<read-files>\na\n",
+        "a_",
+        "aB",
+        "a/",
+        # The rules on names, sentences and requests (code font, member chains, file
+        # names, declarations, headings, tables, commands, notes).
+        "a.b",
+        "`a` ",
+        "`",
+        "aB.",
+        "a_b.",
+        "a.md ",
+        "fn a\n",
+        "# a\n",
+        "| a\n",
+        "/a\n",
+        "[a]\n",
+        "<a>\n",
+        "I ",
+        # The rules on tools' results and changes (commits, search hits, patches,
+        # declarations read, numbered lines, task numbers).
+        "[a 1234567] b\n",
+        "a/b:1: c\n",
+        "+a\n",
+        "-a\n",
+        "type a,\n",
+        "  1→a\n",
+        "#1 ",
+        "a(",
+    ],
 )
 def test_the_offline_summary_of_a_crafted_conversation_takes_linear_time(unit: str) -> None:
     text = unit * (200_000 // len(unit))

@@ -10,6 +10,7 @@ from . import (
     compact_cmd,
     context_cmd,
     demo_cmd,
+    import_cmd,
     info_cmd,
     navigate_cmd,
     schema_cmd,
@@ -29,7 +30,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sessiond", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"sessiond {__version__}")
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
-    for module in (serve_cmd, demo_cmd, context_cmd, tree_cmd, info_cmd, compact_cmd, schema_cmd):
+    for module in (
+        serve_cmd,
+        demo_cmd,
+        context_cmd,
+        tree_cmd,
+        info_cmd,
+        compact_cmd,
+        import_cmd,
+        schema_cmd,
+    ):
         module.add_parser(subparsers)
     navigate_cmd.add_parsers(subparsers)
     return parser

@@ -17,6 +17,22 @@ from typing import Any, Final
 from .messages import AnyMessage, AssistantMessage, ToolCall, ToolResultMessage
 
 _TAG_OPENING: Final = re.compile(r"<(read-files|modified-files)>")
+# The file tools whose calls are tracked: pi's own (``read``, ``write``, ``edit`` with a
+# ``path``: pi's rule exactly), and Claude Code's under their exact names and argument
+# (``Read``, ``Write``, ``Edit``, ``MultiEdit`` with a ``file_path``; the notebook tools
+# with a ``notebook_path``), so that a session imported from Claude Code
+# (``sessiond import claude-code``) lists its files. pi itself tracks only its own.
+_FILE_TOOLS: Final[dict[str, tuple[str, str]]] = {
+    "read": ("read", "path"),
+    "write": ("write", "path"),
+    "edit": ("edit", "path"),
+    "Read": ("read", "file_path"),
+    "NotebookRead": ("read", "notebook_path"),
+    "Write": ("write", "file_path"),
+    "Edit": ("edit", "file_path"),
+    "MultiEdit": ("edit", "file_path"),
+    "NotebookEdit": ("edit", "notebook_path"),
+}
 
 
 @dataclass
@@ -33,9 +49,8 @@ class FileOps:
         self.edited.update(_paths(details.get("modifiedFiles")))
 
     def add_message(self, message: AnyMessage) -> None:
-        """The read/write/edit tool calls with a string ``path`` of an assistant message,
-        or those recorded on a tool result as ``nestedCalls`` (pi 1.6: calls a codemode
-        script made)."""
+        """The file tool calls (``_FILE_TOOLS``) of an assistant message, or those recorded
+        on a tool result as ``nestedCalls`` (pi 1.6: calls a codemode script made)."""
         if isinstance(message, ToolResultMessage):
             nested = message.nested_calls
             calls = nested.get("calls") if isinstance(nested, dict) else None
@@ -50,14 +65,17 @@ class FileOps:
                 self._add(block.name, block.arguments)
 
     def _add(self, name: Any, arguments: Any) -> None:
-        path = arguments.get("path") if isinstance(arguments, dict) else None
+        if not isinstance(arguments, dict) or not isinstance(name, str):
+            return
+        kind, key = _FILE_TOOLS.get(name, ("", ""))
+        path = arguments.get(key) if kind else None
         if not isinstance(path, str) or not path:
             return
-        if name == "read":
+        if kind == "read":
             self.read.add(path)
-        elif name == "write":
+        elif kind == "write":
             self.written.add(path)
-        elif name == "edit":
+        elif kind == "edit":
             self.edited.add(path)
 
     def lists(self) -> tuple[list[str], list[str]]:

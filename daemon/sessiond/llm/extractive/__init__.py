@@ -8,8 +8,10 @@ request's ``max_tokens`` (about four characters a token), and says on its first
 line that no model wrote it.
 
 Modules: ``parse`` reads the prompt, ``facts`` pairs tool calls with results,
-``build`` applies the rules, ``checkpoint`` reads and merges sections, ``render``
-fits the text to its size, ``text`` has the sentence and clipping helpers.
+``build`` applies the rules (``requests``, ``commands``, ``changes``, ``toolwork``,
+``findings`` and ``names`` for each kind of fact; ``context`` for Critical Context),
+``checkpoint`` reads and merges sections, ``limits`` and ``render`` fit the text to its
+size, ``text`` has the sentence and clipping helpers.
 """
 
 from __future__ import annotations

@@ -127,16 +127,19 @@ def parse_conversation(text: str) -> list[Part]:
 
 
 def unwrap_summary(user_text: str) -> str | None:
-    """The summary inside a user part that is a wrapped compaction or branch summary."""
+    """The summary inside a user part that is a wrapped compaction or branch summary: a
+    short introduction, ``<summary>`` on a line of its own, and the text ending with
+    ``</summary>`` (a ``<summary>`` inside other markup, such as a client's task
+    notification, is not one)."""
     # Found with str.find, not a lazy regex search: that rescanned to the end of the
     # text from every "<summary>" without a closing tag, quadratic in hostile text.
-    opening = user_text.find(_SUMMARY_OPEN, 0, _SUMMARY_WITHIN + len(_SUMMARY_OPEN))
-    if opening < 0:
+    opening = user_text.find(_SUMMARY_OPEN + "\n", 0, _SUMMARY_WITHIN + len(_SUMMARY_OPEN))
+    if opening < 0 or (opening > 0 and user_text[opening - 1] != "\n"):
         return None
-    closing = user_text.find(_SUMMARY_CLOSE, opening + len(_SUMMARY_OPEN))
-    if closing < 0:
+    body = user_text.rstrip()
+    if not body.endswith(_SUMMARY_CLOSE) or len(body) - len(_SUMMARY_CLOSE) < opening:
         return None
-    return user_text[opening + len(_SUMMARY_OPEN) : closing].strip()
+    return body[opening + len(_SUMMARY_OPEN) : len(body) - len(_SUMMARY_CLOSE)].strip()
 
 
 _CALL_NAME = re.compile(r"\s*([^\s(;]+)\(")
@@ -169,7 +172,7 @@ def parse_tool_calls(text: str) -> tuple[ToolCallInfo, ...]:
                 break
             try:
                 value, position = _json.raw_decode(text, key_match.end())
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 break
             args[key_match.group(1)] = value
             if text.startswith(", ", position):

@@ -1,7 +1,8 @@
 """Checkpoints into text, at about the size a model's summary of the same span would be.
 
-The size target grows slowly with the conversation (a model writes one to a few
-thousand characters whatever the span) and never passes the request's budget.
+The size target grows with the conversation, 7 % of it after a base of 4,000 characters
+and up to 24,000 (a long span has more work, code and names to tell; a model's summary of
+a long span is 10,000 to 25,000 characters), and never passes the request's budget.
 When the text is over the target, every limit is scaled down and the text
 rendered again; older Done items are folded into one line of the names they
 mention before any is dropped; only as a last resort is the text cut.
@@ -9,21 +10,36 @@ mention before any is dropped; only as a last resort is the text cut.
 
 from __future__ import annotations
 
+import re
 from dataclasses import fields
 
 from sessiond.llm.base import Purpose
-from sessiond.llm.extractive.build import Limits, build_checkpoint, short_command
+from sessiond.llm.extractive.build import build_checkpoint
 from sessiond.llm.extractive.checkpoint import MARKER, Checkpoint, merge, parse_checkpoint
 from sessiond.llm.extractive.facts import Facts
-from sessiond.llm.extractive.text import clip, code_list, code_names, gist, quote, unique
+from sessiond.llm.extractive.limits import Limits
+from sessiond.llm.extractive.names import code_spans, names_only_in_code
+from sessiond.llm.extractive.requests import task_line
+from sessiond.llm.extractive.text import (
+    code_list,
+    gist,
+    is_finished,
+    opening_statements,
+    quote,
+    sentences,
+    strip_fences,
+    unique,
+    whole_sentences,
+)
 
 _NONE = "- (none)"
 _TRUNCATED = "\n[... extractive summary cut to fit the size limit]"
-_FACTORS = (1.0, 0.75, 0.55, 0.4, 0.3, 0.2, 0.12, 0.06, 0.03)
-# Target size: a base plus a small share of the conversation, up to a ceiling.
-_TARGET_BASE = 2000
-_TARGET_SHARE = 0.012
-_TARGET_CEILING = 6500
+_FACTORS = (1.0, 0.03)
+_SEARCH_STEPS = 6
+# Target size: a base plus a share of the conversation.
+_TARGET_BASE = 5000
+_TARGET_SHARE = 0.09
+_TARGET_CEILING = 24000
 
 
 def size_target(facts: Facts, previous: str | None, budget: int) -> int:
@@ -33,18 +49,35 @@ def size_target(facts: Facts, previous: str | None, budget: int) -> int:
         target += min(len(facts.pending_request), Limits().pending)
     if previous:
         # An update may be as long as the summary it updates, but does not grow by appending.
-        target = max(target, min(_TARGET_CEILING, len(previous)))
+        target = max(target, min(_TARGET_CEILING, len(strip_fences(previous))))
     return min(target, budget)
 
 
 def summarize(facts: Facts, previous: str | None, purpose: Purpose, budget: int) -> str:
-    target = budget if purpose in ("turnPrefix", "short") else size_target(facts, previous, budget)
+    target = budget if purpose == "short" else size_target(facts, previous, budget)
     renders: list[str] = []
-    for factor in _FACTORS:
+
+    def render(factor: float) -> str:
         text = _render(facts, previous, purpose, Limits().scaled(factor))
-        if len(text) <= target:
-            return text
+        text = names_only_in_code(text)
         renders.append(text)
+        return text
+
+    if len(render(1.0)) <= target:
+        return renders[-1]
+    # The largest scale whose text fits, found by halving the interval.
+    low, high = _FACTORS[-1], 1.0
+    best: str | None = None
+    if len(render(low)) <= target:
+        best = renders[-1]
+        for _ in range(_SEARCH_STEPS):
+            middle = (low + high) / 2
+            if len(render(middle)) <= target:
+                low, best = middle, renders[-1]
+            else:
+                high = middle
+    if best is not None:
+        return best
     # Nothing reached the target: the least cut render within a tenth of the shortest.
     shortest = min(len(text) for text in renders)
     text = next(t for t in renders if len(t) <= max(shortest * 1.1, min(target, budget)))
@@ -66,8 +99,11 @@ def _render(facts: Facts, previous: str | None, purpose: Purpose, limits: Limits
     base: Checkpoint | None = None
     for text in (previous, *facts.earlier_summaries):
         if text and text.strip():
-            parsed = _clip_lines(parse_checkpoint(text), limits.item * 2)
+            # A carried summary keeps its statements; its code blocks are the files' detail.
+            parsed = _clip_lines(parse_checkpoint(strip_fences(text)), limits.item * 2)
             base = parsed if base is None else merge(base, parsed, finished=True)
+    if base is not None:
+        base.critical = _carried(base.critical, limits.carried)
     new = build_checkpoint(facts, limits, goal_known=bool(base and base.goal), branch=branch)
     checkpoint = new if base is None else merge(base, new, finished=_finished_earlier(facts))
     return render_checkpoint(checkpoint, limits, critical=not branch)
@@ -79,11 +115,77 @@ def _finished_earlier(facts: Facts) -> bool:
 
 
 def _clip_lines(checkpoint: Checkpoint, limit: int) -> Checkpoint:
-    """A previous summary's lines, each cut to ``limit`` (ours are cut as they are built)."""
+    """A previous summary's lines within ``limit``: a longer line keeps the whole
+    sentences that fit, and is left out when not even its first one does; a list item
+    that breaks off (ends with ":" or mid-phrase) with nothing under it, or whose code
+    span never closes, is left out."""
     for spec in fields(checkpoint):
         lines: list[str] = getattr(checkpoint, spec.name)
-        setattr(checkpoint, spec.name, [clip(line, limit) for line in lines])
+        shortened = [line for line in (_shortened(line, limit) for line in lines) if line]
+        kept = [
+            line
+            for index, line in enumerate(shortened)
+            if not _broken_off(line, shortened[index + 1 : index + 2])
+        ]
+        setattr(checkpoint, spec.name, kept)
     return checkpoint
+
+
+def _carried(lines: list[str], budget: int) -> list[str]:
+    """A carried summary's context lines within ``budget`` characters: lines that name
+    something (code, paths) before lines of prose, each kind in order; the rest is left
+    out and counted, so that the new work keeps its room."""
+    if sum(len(line) + 1 for line in lines) <= budget:
+        return lines
+    ranked = sorted(range(len(lines)), key=lambda i: (not _names_something(lines[i]), i))
+    kept: set[int] = set()
+    used = 0
+    for index in ranked:
+        if used + len(lines[index]) + 1 > budget:
+            continue
+        kept.add(index)
+        used += len(lines[index]) + 1
+    left_out = len(lines) - len(kept)
+    note = [f"- ({left_out} lines of the earlier summary left out)"] if left_out else []
+    return [line for index, line in enumerate(lines) if index in kept] + note
+
+
+def _names_something(line: str) -> bool:
+    return "`" in line or "/" in line
+
+
+def _broken_off(line: str, following: list[str]) -> bool:
+    body = line.lstrip(" \t")
+    marker = _MARKER.match(body)
+    if marker is None:
+        return False
+    if body.count("`") % 2:
+        return True  # a code span that never closes: the text was cut or mangled
+    if is_finished(body[marker.end() :]):
+        return False
+    if following:
+        after = following[0]
+        indent = len(line) - len(body)
+        if after.lstrip().startswith(("```", "~~~")) or len(after) - len(after.lstrip()) > indent:
+            return False
+    return True
+
+
+def _shortened(line: str, limit: int) -> str:
+    if len(line) <= limit:
+        return line
+    body = line.lstrip(" \t")
+    marker = _MARKER.match(body)
+    lead = line[: len(line) - len(body)] + (marker.group(0) if marker else "")
+    text = body[marker.end() :] if marker else body
+    kept = whole_sentences(sentences(text), limit - len(lead))
+    return lead + kept if kept else ""
+
+
+# A terminal's colour and cursor codes (ESC [ ... letter), which tool output often holds.
+_TERMINAL_CODES = re.compile(r"\x1b\[[0-9;?]{0,32}[A-Za-z]")
+# A list item's marker (and checkbox) at the start of a line.
+_MARKER = re.compile(r"(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?")
 
 
 def _fold_done(items: list[str], limit: int) -> list[str]:
@@ -91,7 +193,7 @@ def _fold_done(items: list[str], limit: int) -> list[str]:
     if len(items) <= limit:
         return items
     older, newer = items[: len(items) - limit + 1], items[len(items) - limit + 1 :]
-    names = unique(name for item in older for name in code_names(item))
+    names = unique(name for item in older for name in code_spans(item))
     if not names:
         return [f"- [x] ({len(older)} earlier steps)", *newer]
     return [f"- [x] Earlier steps touched {code_list(names, limit * 3)}", *newer]
@@ -122,37 +224,64 @@ def render_checkpoint(cp: Checkpoint, limits: Limits, *, critical: bool) -> str:
         "## Next Steps\n" + "\n".join(f"{n}. {step}" for n, step in enumerate(steps, 1)),
     ]
     if critical:
-        parts.append(f"## Critical Context\n{_lines(cp.critical, count + 8)}")
+        # Its size is already bounded line by line (the findings by their budget).
+        parts.append(f"## Critical Context\n{_lines(cp.critical, len(cp.critical))}")
     return "\n\n".join(parts)
 
 
 def _turn_prefix(facts: Facts, limits: Limits) -> str:
+    """The opening of a split turn: the request, then the work so far as Done, In
+    Progress and Blocked (a long turn's work is done work), then what the kept part
+    relies on."""
     requests = facts.requests
-    request = quote(requests[0], limits.pending, indent="") if requests else None
+    request = _quoted_request(requests[0], limits) if requests else None
     cp = build_checkpoint(facts, limits, goal_known=True)
-    progress = [*cp.done, *cp.in_progress, *cp.blocked]
+    done = list(cp.done)
     if facts.files_only_read:
-        progress.append(f"- [x] Read {code_list(facts.files_only_read, limits.files)}")
-    context: list[str] = []
-    if facts.files_modified:
-        context.append(f"- Files being changed: {code_list(facts.files_modified, limits.files)}")
-    commands = unique(short_command(a.command) for a in facts.actions if a.command)
-    if commands:
-        context.append(
-            f"- Commands run: {code_list(commands[-limits.commands :], limits.commands)}"
-        )
-    if facts.last_reply:
-        context.append(f"- Last reply: {gist(facts.last_reply, limits.last_reply, 3)}")
+        done.append(f"- [x] Read {code_list(facts.files_only_read, limits.files)}")
+    context = [
+        line
+        for line in cp.critical
+        if not line.startswith(("- Files read:", "- Open user request", "- Last reply:"))
+    ]
+    said = opening_statements(facts.last_reply, limits.last_reply) if facts.last_reply else ""
+    if said:
+        context.append(f"- Last reply: {said}")
     if facts.last_tool_result:
-        context.append("- Last tool result:\n" + quote(facts.last_tool_result, limits.item * 2))
+        shown = _TERMINAL_CODES.sub("", facts.last_tool_result)
+        context.append("- Last tool result:\n" + quote(shown, limits.item))
     return "\n\n".join(
         [
             MARKER,
             "## Original Request\n" + (request or "(the request is not in this part of the turn)"),
-            f"## Early Progress\n{_lines(progress, limits.done)}",
+            "## Early Progress\n"
+            f"### Done\n{_lines(_fold_done(done, limits.done), limits.done + 1)}\n\n"
+            f"### In Progress\n{_lines(cp.in_progress, limits.errors)}\n\n"
+            f"### Blocked\n{_lines(cp.blocked, limits.errors)}",
             f"## Context for Suffix\n{_lines(context, limits.done)}",
         ]
     )
+
+
+def _quoted_request(request: str, limits: Limits) -> str:
+    """The task in a line, then the request in the user's words: its first lines, whole,
+    and how much more there was."""
+    task = task_line(request, limits.goal)
+    kept: list[str] = []
+    used = 0
+    for line in request.strip().splitlines():
+        if used + len(line) + 1 > limits.pending:
+            break
+        kept.append(line)
+        used += len(line) + 1
+    rest = len(request.strip()) - used
+    parts = [task] if task else []
+    if kept and (rest > 0 or len(request) > len(task) * 1.2):
+        opening = "\n".join(kept).rstrip()
+        if rest > 0:
+            opening += f"\n[... {rest:,} more characters]"
+        parts.append(quote(opening, len(opening), indent=""))
+    return "\n\n".join(parts) or quote(request, limits.pending, indent="")
 
 
 def _short(facts: Facts, limits: Limits) -> str:
