@@ -1,11 +1,11 @@
 """Reading a session file into the index, without decoding message bodies.
 
 The file is read in chunks (a 200 MB session never sits in memory whole).
-Each line is decoded straight into its index record: msgspec reads the few
-fields the record has and skips the rest of the line, validating it as JSON
-as it goes, all in C. Lines that do not decode that way take a slow path that
-classifies them: the header, blank lines, damaged lines, odd field types,
-invalid UTF-8. Nothing is silently dropped.
+Each line's keys (``records.LineKeys``) are decoded in C: msgspec reads the few
+fields the index needs and skips the rest of the line, validating it as JSON as it
+goes; the record around them holds the daemon's own bookkeeping, which no line
+sets. Lines that do not decode that way take a slow path that classifies them:
+the header, blank lines, damaged lines, odd field types, invalid UTF-8. Nothing is silently dropped.
 
 UTF-8 inside skipped fields is not checked here (checking a 200 MB file costs
 seconds); the store checks each line when it first uses its body.
@@ -41,7 +41,7 @@ from sessiond.errors import InvalidSessionFileError
 
 from .fileio import path_error
 from .lines import MAX_LINE_BYTES, PartialLine
-from .records import EntryRecord, MessageRole
+from .records import EntryRecord, LineKeys, MessageRole, record_of
 from .recovery import DamagedLine, RecoveryReport, TornTail, preview_of
 from .safe_files import open_regular
 
@@ -50,7 +50,7 @@ _BOM: Final = b"\xef\xbb\xbf"
 _WHITESPACE: Final = b" \t\r\n"
 # Entries the index decodes whole: small, and needed for labels and the name.
 EAGER_TYPES: Final = frozenset({"label", "session_info"})
-_RECORD_DECODER: Final = msgspec.json.Decoder(EntryRecord)
+_KEYS_DECODER: Final = msgspec.json.Decoder(LineKeys)
 
 
 @dataclass
@@ -237,8 +237,9 @@ class _Scanner:
             # An old file's entries are read by the migration, not indexed here.
             self.line_no += data.count(b"\n", pos, end)
             return
-        # The hot loop: one C-level decode per line builds the record.
-        decode = _RECORD_DECODER.decode
+        # The hot loop: one C-level decode per line reads its keys.
+        decode = _KEYS_DECODER.decode
+        make = EntryRecord
         records = self.records
         append = records.append
         line_no = self.line_no
@@ -247,17 +248,25 @@ class _Scanner:
             newline = find(b"\n", pos, end)
             line_no += 1
             try:
-                record = decode(view[pos:newline])
+                keys = decode(view[pos:newline])
             except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
                 self.line_no = line_no
                 self._slow_line(view[pos:newline], base + pos)
                 seq = len(records)
             else:
-                record.offset = base + pos
-                record.length = newline - pos
-                record.seq = seq
+                append(
+                    make(
+                        keys.id,
+                        keys.type,
+                        keys.parent_id,
+                        keys.timestamp,
+                        keys.message,
+                        base + pos,
+                        newline - pos,
+                        seq,
+                    )
+                )
                 seq += 1
-                append(record)
             pos = newline + 1
         self.line_no = line_no
 
@@ -377,29 +386,27 @@ class _Scanner:
             self.report.invalid_utf8_lines.append(self.line_no)
             raw = raw.decode("utf-8", "replace").encode("utf-8")
             repaired = True
-        record: EntryRecord | None
+        keys: LineKeys | None
         try:
-            record = _RECORD_DECODER.decode(raw)
+            keys = _KEYS_DECODER.decode(raw)
         except msgspec.ValidationError:
-            record = _loose_record(raw)
+            keys = _loose_keys(raw)
         except msgspec.DecodeError as exc:
             readable = replace_lone_surrogates(raw)
-            record = None if readable is raw else _record_or_none(readable)
-            if record is None:
+            keys = None if readable is raw else _keys_or_none(readable)
+            if keys is None:
                 self._damaged(raw, offset, length, f"not valid JSON ({exc})")
                 return
             # pi reads a lone surrogate escape; sessiond reads U+FFFD in its place.
-            self.report.lone_surrogate_entries.append(record.id)
+            self.report.lone_surrogate_entries.append(keys.id)
             raw, repaired = readable, True
         except RecursionError:
             self._damaged(raw, offset, length, "nested too deeply to read")
             return
-        if record is None:
+        if keys is None:
             self._damaged(raw, offset, length, "not an entry (no string id)")
             return
-        record.offset = offset
-        record.length = length
-        record.seq = len(self.records)
+        record = record_of(keys, offset, length, len(self.records))
         record.utf8_state = 2 if repaired else 1
         self.eager_lines[offset] = raw
         self.records.append(record)
@@ -539,8 +546,8 @@ def decode_metadata(record: EntryRecord, line: bytes, report: RecoveryReport) ->
         report.unreadable_entries.append(record.id)
 
 
-def _loose_record(line: bytes) -> EntryRecord | None:
-    """The record of a line whose fields have unexpected types (read as pi would)."""
+def _loose_keys(line: bytes) -> LineKeys | None:
+    """The keys of a line whose fields have unexpected types (read as pi would)."""
     try:
         data = msgspec.json.decode(line)
     except (msgspec.DecodeError, RecursionError):
@@ -554,7 +561,7 @@ def _loose_record(line: bytes) -> EntryRecord | None:
 
     message = data.get("message")
     role = message.get("role") if isinstance(message, dict) else None
-    return EntryRecord(
+    return LineKeys(
         id=data["id"],
         type=text("type") or "",
         parent_id=text("parentId"),
@@ -575,11 +582,11 @@ def _is_json(data: bytes | bytearray) -> bool:
     return True
 
 
-def _record_or_none(raw: bytes) -> EntryRecord | None:
+def _keys_or_none(raw: bytes) -> LineKeys | None:
     try:
-        return _RECORD_DECODER.decode(raw)
+        return _KEYS_DECODER.decode(raw)
     except msgspec.ValidationError:
-        return _loose_record(raw)
+        return _loose_keys(raw)
     except (msgspec.DecodeError, RecursionError):
         return None
 
