@@ -16,10 +16,13 @@ import secrets
 from collections.abc import Iterable
 from pathlib import Path
 
-from sessiond.errors import InvalidParamsError, SessiondError, StorageError
+from sessiond.errors import ConflictError, InvalidParamsError, SessiondError, StorageError
 
 from .lines import all_nul
-from .safe_files import FILE_MODE, open_regular
+from .safe_files import FILE_MODE, check_regular_or_absent, open_regular
+
+# What ``link()`` fails with where a filesystem has no hard links.
+NO_HARD_LINKS = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOSYS, errno.EMLINK})
 
 
 def _storage_error(action: str, path: Path, exc: OSError) -> StorageError:
@@ -93,6 +96,51 @@ def atomic_write(target: Path, chunks: Iterable[bytes], *, mode: int = FILE_MODE
             os.unlink(temporary)
         raise
     fsync_directory(target.parent)
+
+
+def create_whole(target: Path, chunks: Iterable[bytes]) -> None:
+    """Create ``target`` (0600) holding ``chunks``, whole or not at all, without replacing
+    a file that appeared there meanwhile: the data goes to a temporary file, fsynced, then
+    is linked into place, which fails if anything is at ``target``. Only an empty regular
+    file there is replaced (pi takes one as a new session); anything else is a
+    ``conflict``, and the file there is left as it was."""
+    temporary = temporary_path_for(target)
+    try:
+        fd = open_regular(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, what="temporary file")
+    except OSError as exc:
+        raise _storage_error("create a temporary file beside", target, exc) from None
+    try:
+        try:
+            os.fchmod(fd, FILE_MODE)
+            for chunk in chunks:
+                write_all(fd, chunk)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(temporary, target)
+        except FileExistsError:
+            _replace_if_empty(temporary, target)
+        except OSError as exc:
+            if exc.errno not in NO_HARD_LINKS:
+                raise
+            _replace_if_empty(temporary, target)
+    except OSError as exc:
+        raise _storage_error("write", target, exc) from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+    fsync_directory(target.parent)
+
+
+def _replace_if_empty(temporary: Path, target: Path) -> None:
+    if check_regular_or_absent(target) and os.stat(target, follow_symlinks=False).st_size > 0:
+        raise ConflictError(
+            f"{target} now holds a file sessiond did not write; the session was not written "
+            "over it (close this session and start one at another path)",
+            path=str(target),
+        )
+    os.replace(temporary, target)
 
 
 class AppendFile:

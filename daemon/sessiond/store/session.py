@@ -61,7 +61,7 @@ from sessiond.settings import StorageSettings
 
 from . import following, rewriting, title_line
 from .edits import edit_replacement, editable_role
-from .fileio import AppendFile, atomic_write, path_error
+from .fileio import AppendFile, create_whole, path_error
 from .follow import FileFollower
 from .following import Followed, ledger_of
 from .ids import new_entry_id, new_session_id
@@ -72,7 +72,7 @@ from .omp_leaf_view import OmpLeafView
 from .opening import read_session
 from .records import EntryRecord, new_record
 from .recovery import DamagedLine, RecoveryReport
-from .safe_files import FILE_MODE, check_regular_or_absent, make_private_directories, open_regular
+from .safe_files import check_regular_or_absent, make_private_directories, open_regular
 from .scan import EAGER_TYPES, ScanResult, decode_metadata
 
 FsyncPolicy = Literal["always", "batch", "never"]
@@ -870,8 +870,9 @@ class SessionStore:
             offsets.append(offset)
             chunks += [line, b"\n"]
             offset += len(line) + 1
-        # A new file appears whole or not at all: temp file, fsync, rename.
-        atomic_write(self.path, chunks, mode=FILE_MODE)
+        # A new file appears whole or not at all (temp file, fsync, link), and never over
+        # a file someone else put at the path since the session was created.
+        create_whole(self.path, chunks)
         for record, record_offset in zip(self._unwritten_order, offsets, strict=True):
             record.offset = record_offset
         # The batch being written is indexed after this returns.
