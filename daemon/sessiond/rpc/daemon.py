@@ -42,7 +42,7 @@ from sessiond.settings import (
 from sessiond.settings_trust import configured_secrets
 from sessiond.store.following import Followed
 
-from .clients import Clients, ClientState
+from .clients import MAX_CLIENT_NAME, Clients, ClientState
 from .hooks import ClientHooks
 from .types import (
     PROTOCOL_VERSION,
@@ -148,7 +148,7 @@ class Daemon:
 
     def initialize(self, ctx: RequestContext, params: InitializeParams) -> InitializeResult:
         state = self.client(ctx)
-        state.name = (params.client_info or ClientInfo(name="client")).name
+        state.name = (params.client_info or ClientInfo(name="client")).name[:MAX_CLIENT_NAME]
         warnings = list(self.settings_warnings)
         # A client built for a later daemon may name hooks this one does not have: they are
         # ignored, as unknown settings are, so that the client can still connect.

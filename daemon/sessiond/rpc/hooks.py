@@ -129,11 +129,9 @@ class ClientHooks:
             )
             return answer
         except ClientRequestTimeout:
-            problem = (
-                f"{client.name} (connection {client.id}): {method} timed out after {timeout:g} s"
-            )
+            problem = f"{client.label}: {method} timed out after {timeout:g} s"
         except ClientRequestFailed as exc:
-            problem = f"{client.name} (connection {client.id}): {method} failed: {exc}"
+            problem = f"{client.label}: {method} failed: {exc}"
         problems.append(problem)
         self.answer_ignored(problem)
         return None
@@ -180,7 +178,7 @@ class ClientHooks:
                     details=compaction.details,
                     short_summary=compaction.short_summary,
                     preserve_data=compaction.preserve_data,
-                    supplied_by=f"{client.name} (connection {client.id})",
+                    supplied_by=client.label,
                 )
                 if compaction is not None
                 else None,

@@ -23,6 +23,7 @@ from typing import Any, Protocol, TypeVar, overload
 import msgspec
 from msgspec import UNSET
 
+from sessiond.core.inert import inert
 from sessiond.server.decoding import UNDECODABLE, decode_message
 from sessiond.server.dispatch import CANCEL_REQUEST, Dispatcher, cancel_params_decoder
 from sessiond.server.framing import (
@@ -209,8 +210,10 @@ class Connection:
         self.notify("$/progress", ProgressParams(token, value))
 
     def log_message(self, message: str, type: MessageType = MessageType.INFO) -> None:
-        """Send ``window/logMessage``, for the client to show in its log."""
-        self.notify("window/logMessage", LogMessageParams(int(type), message))
+        """Send ``window/logMessage``, for the client to show in its log: always one line
+        without control characters, so that words quoted in it cannot start a message of
+        their own (``core.inert``)."""
+        self.notify("window/logMessage", LogMessageParams(int(type), inert(message)))
 
     @overload
     async def request(
@@ -352,12 +355,20 @@ class Connection:
                     push(message, len(event))
             elif len(message.result) or message.error is not UNSET:
                 if skip_allowed:
-                    self._dispatcher.on_answer(message)
+                    self._take_answer(message)
                 else:
                     push(message, len(event))
             else:
                 push(event, len(event))  # neither a request nor an answer: ``diagnose`` it
         self._pump()
+
+    def _take_answer(self, message: IncomingMessage) -> None:
+        """An answer to one of the daemon's requests, ahead of the queue. Like every message,
+        it cannot end the connection by failing: the request it answers fails instead."""
+        try:
+            self._dispatcher.on_answer(message)
+        except Exception:
+            log.exception("connection %s: failed to take an answer", self.id)
 
     def end_of_input(self) -> None:
         """The client will send nothing more: let running requests answer (briefly), then close.

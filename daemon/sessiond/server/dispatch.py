@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from msgspec import UNSET
 
+from sessiond.core.inert import inert, quoted
 from sessiond.errors import (
     InvalidRequestError,
     MethodNotFoundError,
@@ -53,11 +54,23 @@ if TYPE_CHECKING:
 log = logging.getLogger("sessiond.server")
 
 CANCEL_REQUEST = "$/cancelRequest"
+# Unknown notification names a connection is warned about (once each); later ones are
+# not logged, so that a client cannot grow the daemon or its log with new names.
+MAX_WARNED_NOTIFICATIONS = 32
 # How long a shutdown request waits for the requests received before it.
 SHUTDOWN_DRAIN_SECONDS = 10.0
 
 _encoder = msgspec.json.Encoder()
 cancel_params_decoder = msgspec.json.Decoder(CancelParams)
+
+
+# How much of a method name a client sent is repeated (in an error, a log line).
+_SHOWN_NAME = 100
+
+
+def _method_not_found(method: str) -> MethodNotFoundError:
+    cut = "..." if len(method) > _SHOWN_NAME else ""
+    return MethodNotFoundError(f"Method not found: {inert(method[:_SHOWN_NAME])}{cut}")
 
 
 def _default_initialize(ctx: RequestContext, params: NoParams) -> dict[str, Any]:
@@ -156,7 +169,7 @@ class Dispatcher:
             return
         spec = self._requests.get(method)
         if spec is None:
-            self.send_error(request_id, MethodNotFoundError(f"Method not found: {method}"))
+            self.send_error(request_id, _method_not_found(method))
             return
         if request_id in self._running:
             self._refuse_duplicate(request_id)
@@ -179,7 +192,7 @@ class Dispatcher:
             return
         spec = self._requests.get(method) or _lifecycle_defaults._requests.get(method)
         if spec is None:
-            self.send_error(request_id, MethodNotFoundError(f"Method not found: {method}"))
+            self.send_error(request_id, _method_not_found(method))
             return
         if request_id in self._running:
             self._refuse_duplicate(request_id)
@@ -321,8 +334,9 @@ class Dispatcher:
         diagnosis = diagnose(body)
         log.warning("connection %s: %s", self._connection.id, diagnosis.problem)
         if diagnosis.bad_answer_id is not None:
-            self._pending.reject(diagnosis.bad_answer_id, diagnosis.problem)
-            return
+            answered = self._pending.reject(diagnosis.bad_answer_id, diagnosis.problem)
+            if answered or not diagnosis.replies:
+                return
         if diagnosis.as_batch:
             self._outbox.send(
                 _encoder.encode(
@@ -365,9 +379,18 @@ class Dispatcher:
             return
         spec = self._notifications.get(method)
         if spec is None:
-            if not method.startswith("$/") and method not in self._warned_notifications:
-                self._warned_notifications.add(method)
-                log.info("connection %s: ignoring unknown notification %s", connection.id, method)
+            warned = self._warned_notifications
+            if (
+                not method.startswith("$/")
+                and len(warned) < MAX_WARNED_NOTIFICATIONS
+                and method not in warned
+            ):
+                warned.add(method[:_SHOWN_NAME])
+                log.info(
+                    "connection %s: ignoring unknown notification %s",
+                    connection.id,
+                    quoted(method, _SHOWN_NAME),
+                )
             return
         try:
             params = spec.decode_params(raw)
