@@ -55,6 +55,9 @@ class FileFollower:
         # Bytes at the start that change in place without the file being rewritten
         # (oh-my-pi's title line): the tail check never looks at them.
         self.skip_first = 0
+        # A line read back was not what was indexed there: the file changed in place in
+        # a way the stat and the last bytes may not show.
+        self._suspect = False
 
     def saw(self, fd: int, end: int, status: os.stat_result | None = None) -> None:
         """The store now knows every complete line up to ``end`` of the file open on
@@ -76,6 +79,11 @@ class FileFollower:
                 # next look reads them.
                 self._signature = None
 
+    def suspect(self) -> None:
+        """The file changed behind the store where ``look`` cannot see it (a same-size edit
+        in the middle): the next ``look`` says it was replaced, and it is read again."""
+        self._suspect = True
+
     def look_again(self) -> None:
         """Lines after the known end are complete, not unfinished: the next ``look``
         reads them."""
@@ -87,6 +95,9 @@ class FileFollower:
         reading descriptor of the same file (used only when the path still names it)."""
         if self._identity is None:
             return "unchanged"
+        if self._suspect:
+            self._suspect = False
+            return "replaced"
         try:
             status = os.stat(self.path, follow_symlinks=False)
         except OSError:

@@ -43,14 +43,13 @@ from sessiond.core.entries import (
     MessageEntry,
     SessionHeader,
     SessionInfoEntry,
-    UnknownEntry,
 )
-from sessiond.core.jsjson import replace_lone_surrogates
 from sessiond.core.messages import AgentMessage, AssistantMessage
 from sessiond.core.title_slot import TitleSlot
 from sessiond.core.tokens import Estimator
 from sessiond.errors import (
     ConflictError,
+    FileChangedError,
     InvalidEntryError,
     InvalidSessionFileError,
     NotFoundError,
@@ -59,7 +58,7 @@ from sessiond.errors import (
 from sessiond.paths import check_session_id, default_session_dir, iso_now, session_file_name
 from sessiond.settings import StorageSettings
 
-from . import following, rewriting, title_line
+from . import following, line_check, rewriting, title_line
 from .edits import edit_replacement, editable_role
 from .fileio import AppendFile, create_whole, path_error
 from .follow import FileFollower
@@ -418,44 +417,32 @@ class SessionStore:
             self._message_cache.popitem(last=False)
 
     def _decode(self, record: EntryRecord) -> Entry:
-        line = self.raw_line(record)
+        line = self._line(record, line_check.readable_line)
         try:
-            return decode_entry(line)
-        except (msgspec.DecodeError, NotAnEntry):
-            # Indexed lines are JSON objects with ids; reaching this means the file
-            # changed under us. Keep the tree intact rather than fail the read.
-            return UnknownEntry(
-                type=record.type,
-                id=record.id,
-                parent_id=record.parent_id,
-                timestamp=record.timestamp,
-                data={},
-            )
+            entry = decode_entry(line)
+        except (msgspec.DecodeError, NotAnEntry, RecursionError):
+            entry = None
+        if entry is None or entry.id != record.id:
+            # Indexed lines are JSON objects with that id: the file changed under us.
+            self._follower.suspect()
+            raise line_check.changed(self.path, record)
+        return entry
 
     def raw_line(self, record: EntryRecord) -> bytes:
-        """The entry's line as stored (without the newline), as valid UTF-8 and strict JSON."""
+        """The entry's line as stored (without the newline), as valid UTF-8 and strict JSON:
+        what may be sent on as it is. ``FileChangedError`` if another program changed the
+        line behind the daemon (``line_check``); the file is then read again."""
         if record.offset < 0:
             return self._unwritten[record.id]
+        return self._line(record, line_check.checked_line)
+
+    def _line(self, record: EntryRecord, check: line_check.LineCheck) -> bytes:
         data = os.pread(self._reader(), record.length, record.offset)
-        if record.utf8_state == 1:
-            return data
-        first_read = record.utf8_state == 0
-        record.utf8_state = 1
         try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
-            # pi reads invalid UTF-8 with replacement characters; so does sessiond,
-            # and the report says which entry it was.
-            if first_read:
-                self.recovery.invalid_utf8_entries.append(record.id)
-            record.utf8_state = 2
-            data = data.decode("utf-8", "replace").encode("utf-8")
-        readable = replace_lone_surrogates(data)
-        if readable is not data:
-            if first_read:
-                self.recovery.lone_surrogate_entries.append(record.id)
-            record.utf8_state = 2
-        return readable
+            return check(record, data, self.path, self.recovery)
+        except FileChangedError:
+            self._follower.suspect()
+            raise
 
     def raw_message(self, record: EntryRecord) -> bytes:
         """The original JSON of a message entry's ``message``, unknown fields included."""
