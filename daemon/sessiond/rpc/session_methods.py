@@ -7,11 +7,17 @@ from pathlib import Path
 
 import msgspec
 
-from sessiond.errors import ConflictError, InvalidParamsError, NotAllowedError
+from sessiond.errors import (
+    ConflictError,
+    InvalidParamsError,
+    LimitExceededError,
+    NotAllowedError,
+)
 from sessiond.paths import check_allowed, default_session_dir, user_path
 from sessiond.server import RequestContext
 from sessiond.service.forking import fork_at_user_message, user_messages_for_forking
 from sessiond.store.listing import list_sessions
+from sessiond.store.records import EntryRecord
 from sessiond.store.session import SessionStore
 
 from .daemon import Daemon
@@ -50,6 +56,21 @@ def _path(text: str, what: str, roots: list[str] | None = None) -> Path:
     if not text:
         raise InvalidParamsError(f"{what} must not be empty")
     return check_allowed(user_path(text, what).absolute(), roots)
+
+
+def _check_answer_size(store: SessionStore, records: list[EntryRecord]) -> None:
+    """An answer holds at most as many bytes of entries as the session itself: an id named
+    many times over a big entry must not make an answer (and a daemon) out of proportion
+    to what the session holds."""
+    asked = sum(record.length for record in records)
+    if asked > store.byte_size:
+        raise LimitExceededError(
+            f"session/entries: these {len(records)} ids name {asked} bytes of entries, more "
+            f"than the session's {store.byte_size} (an id named again counts again); ask "
+            "for fewer",
+            limit="answerBytes",
+            maximum=store.byte_size,
+        )
 
 
 def register(daemon: Daemon) -> None:
@@ -176,6 +197,7 @@ def register(daemon: Daemon) -> None:
         store = daemon.actor(params.session_id).store
         if params.ids is not None:
             records = [store.record(entry_id) for entry_id in params.ids]
+            _check_answer_size(store, records)
         else:
             if params.offset < 0 or (params.limit is not None and params.limit < 0):
                 raise InvalidParamsError("offset and limit must not be negative")

@@ -22,6 +22,7 @@ from sessiond.core.entries import CURRENT_SESSION_VERSION
 from sessiond.errors import BusyError, StorageError
 
 from . import index_file, title_line
+from .budget import MemoryBudget
 from .lines import read_chunks
 from .opening import read_session, repair_torn_tail
 from .records import EntryRecord
@@ -61,8 +62,14 @@ def take_appended(store: SessionStore, until: int | None = None) -> Followed | N
     fd = store._reader()
     end = until if until is not None else os.fstat(fd).st_size
     known = store._ledger or known_scan(store)
+    # What the file may take in memory counts the records already held.
+    budget = MemoryBudget(store.path, end, known=len(store._records))
     found = scan_appended(
-        store.path, known, store._size, (chunk for _, chunk in read_chunks(fd, store._size, end))
+        store.path,
+        known,
+        store._size,
+        (chunk for _, chunk in read_chunks(fd, store._size, end)),
+        budget,
     )
     appended: list[EntryRecord] = []
     for record in found.records:

@@ -21,7 +21,7 @@ the ``.corrupt`` file (and saying whether it was all NUL bytes).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -39,6 +39,7 @@ from sessiond.core.title_slot import (
 )
 from sessiond.errors import InvalidSessionFileError
 
+from .budget import MemoryBudget
 from .fileio import path_error
 from .lines import MAX_LINE_BYTES, PartialLine
 from .records import EntryRecord, LineKeys, MessageRole, record_of
@@ -51,6 +52,9 @@ _WHITESPACE: Final = b" \t\r\n"
 # Entries the index decodes whole: small, and needed for labels and the name.
 EAGER_TYPES: Final = frozenset({"label", "session_info"})
 _KEYS_DECODER: Final = msgspec.json.Decoder(LineKeys)
+# The memory budget is checked every this many records (plus one) as well as per chunk,
+# so that a chunk of tiny lines cannot overshoot it by much.
+_BUDGET_EVERY: Final = 0x3FFF
 
 
 @dataclass
@@ -105,14 +109,22 @@ def read_session_bytes(path: Path) -> tuple[int, Iterator[bytes]]:
     return os.fstat(fd).st_size, chunks()
 
 
-def scan(path: Path, chunks: Iterable[bytes], size: int) -> ScanResult:
-    """Index a session from its bytes. Raises ``InvalidSessionFileError`` for a bad header.
+def scan(
+    path: Path,
+    chunks: Iterable[bytes],
+    size: int,
+    visit: Callable[[list[EntryRecord]], None] | None = None,
+) -> ScanResult:
+    """Index a session from its bytes. Raises ``InvalidSessionFileError`` for a bad header,
+    ``LimitExceededError`` for a file that would take too much memory (``budget``).
 
     Linear in the file's size whatever its lines are like, and never holding more than
     one chunk and one line of at most ``MAX_LINE_BYTES``: a longer line is reported
     (a damaged line, or a torn tail if it is the last and has no newline) and skipped.
+    With ``visit``, the records are handed to it chunk by chunk and not kept (the result
+    has none): a listing reads a file in memory that does not grow with it.
     """
-    scanner = _Scanner(path)
+    scanner = _Scanner(path, MemoryBudget(path, size), visit)
     tail = _feed_chunks(scanner, chunks, 0)
     return scanner.finish(tail, size)
 
@@ -129,13 +141,14 @@ class AppendedLines:
 
 
 def scan_appended(
-    path: Path, known: ScanResult, start: int, chunks: Iterable[bytes]
+    path: Path, known: ScanResult, start: int, chunks: Iterable[bytes], budget: MemoryBudget
 ) -> AppendedLines:
     """Index the complete lines that follow ``start`` (the end of a complete line) in a
     file whose first ``start`` bytes ``known`` describes. An unfinished last line is not
     read: ``end`` stops before it, for the caller to decide whether it is still being
-    written."""
-    scanner = _continuing(path, known)
+    written. ``budget``: what the file may take in memory, the records held so far
+    included."""
+    scanner = _continuing(path, known, budget)
     tail = _feed_chunks(scanner, chunks, start)
     end = tail.offset if tail is not None else scanner.fed_to
     return AppendedLines(
@@ -151,16 +164,16 @@ def scan_rest(path: Path, known: ScanResult, chunks: Iterable[bytes], size: int)
     """Finish the scan of a file of ``size`` bytes whose first ``known.size`` bytes (up to
     the end of a line) ``known`` describes: the same result as a scan of the whole file,
     reading only the rest (``chunks``, from ``known.size``)."""
-    scanner = _continuing(path, known)
+    scanner = _continuing(path, known, MemoryBudget(path, size))
     scanner.records = known.records
     scanner.report = known.report
     tail = _feed_chunks(scanner, chunks, known.size)
     return scanner.finish(tail, size)
 
 
-def _continuing(path: Path, known: ScanResult) -> _Scanner:
+def _continuing(path: Path, known: ScanResult, budget: MemoryBudget) -> _Scanner:
     """A scanner that goes on after the lines ``known`` describes."""
-    scanner = _Scanner(path)
+    scanner = _Scanner(path, budget)
     scanner.result = ScanResult(
         header=known.header,
         header_data=known.header_data,
@@ -198,6 +211,7 @@ def _feed_chunks(scanner: _Scanner, chunks: Iterable[bytes], base: int) -> Parti
             partial.extend(memoryview(chunk)[rest:])
         base += len(chunk)
         scanner.fed_to = base if partial is None else partial.offset
+        scanner.chunk_done()
     return partial
 
 
@@ -213,7 +227,12 @@ def _at_most_chunk_size(chunks: Iterable[bytes]) -> Iterator[bytes]:
 
 
 class _Scanner:
-    def __init__(self, path: Path) -> None:
+    def __init__(
+        self,
+        path: Path,
+        budget: MemoryBudget,
+        visit: Callable[[list[EntryRecord]], None] | None = None,
+    ) -> None:
         self.path = path
         self.line_no = 0
         self.result: ScanResult | None = None
@@ -223,6 +242,16 @@ class _Scanner:
         # The offset up to which complete lines have been fed.
         self.fed_to = 0
         self.title_slot: TitleSlot | None = None
+        self._budget = budget
+        self._visit = visit
+
+    def chunk_done(self) -> None:
+        """After each chunk: the records go to the visitor, or count against the budget."""
+        if self._visit is not None:
+            self._visit(self.records)
+            self.records = []
+            self.eager_lines.clear()
+        self._budget.check(len(self.records), self.report)
 
     def feed(self, data: bytes | bytearray, pos: int, end: int, base: int) -> None:
         """Handle the complete lines ``data[pos:end]``; ``data[0]`` is at file offset ``base``."""
@@ -267,6 +296,9 @@ class _Scanner:
                     )
                 )
                 seq += 1
+                if not seq & _BUDGET_EVERY:
+                    self.line_no = line_no
+                    self._budget.check(len(records), self.report)
             pos = newline + 1
         self.line_no = line_no
 
@@ -338,6 +370,7 @@ class _Scanner:
                 for record in self.records[-1:]:
                     if record.offset == base:
                         record.length = len(data) - 1
+        self.chunk_done()
         if self.result is None:
             if size == 0:
                 raise InvalidSessionFileError(

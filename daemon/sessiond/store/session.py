@@ -355,6 +355,13 @@ class SessionStore:
         return len(self._records)
 
     @property
+    def byte_size(self) -> int:
+        """How many bytes the session holds: its file's, or (not written yet) its lines'."""
+        if self._persisted:
+            return self._size
+        return len(self._header_line) + sum(len(line) + 1 for line in self._unwritten.values())
+
+    @property
     def leaf_id(self) -> str | None:
         leaf = self._view.leaf
         return leaf.id if leaf is not None else None
