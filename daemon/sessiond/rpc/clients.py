@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
@@ -23,6 +24,9 @@ LLM_COMPLETE_TIMEOUT_SECONDS = 600.0
 
 # How much of the name a client gives itself (``clientInfo.name``) is kept.
 MAX_CLIENT_NAME = 100
+# File jobs (opens, listings, forks) of one client in worker threads at once; its
+# others wait their turn, so that one client cannot keep every worker busy.
+FILE_JOBS_PER_CLIENT = 2
 
 
 @dataclass
@@ -34,6 +38,9 @@ class ClientState:
     capabilities: ClientCapabilities = field(default_factory=ClientCapabilities)
     overrides: dict[str, Any] = field(default_factory=dict)
     initialized: bool = False
+    file_jobs: asyncio.Semaphore = field(
+        default_factory=lambda: asyncio.Semaphore(FILE_JOBS_PER_CLIENT)
+    )
 
     @property
     def id(self) -> int:

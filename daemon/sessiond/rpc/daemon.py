@@ -14,7 +14,8 @@ import json
 import logging
 import os
 import time
-from typing import Any, Literal, get_args
+from collections.abc import Callable
+from typing import Any, Final, Literal, TypeVar, get_args
 
 from sessiond._version import __version__
 from sessiond.core.tokens import resolve_threshold_tokens, should_compact
@@ -22,6 +23,7 @@ from sessiond.errors import InvalidParamsError
 from sessiond.llm.base import Progress
 from sessiond.redaction import remember
 from sessiond.server import (
+    AnswerLater,
     Connection,
     MessageType,
     RequestContext,
@@ -30,7 +32,8 @@ from sessiond.server import (
     WorkDoneEnd,
     WorkDoneReport,
 )
-from sessiond.service.sessions import SessionActor, SessionRegistry
+from sessiond.service.actor import SessionActor
+from sessiond.service.sessions import SessionRegistry
 from sessiond.service.summaries import SummaryContext
 from sessiond.settings import (
     LayerCache,
@@ -40,7 +43,7 @@ from sessiond.settings import (
     settings_to_builtins,
 )
 from sessiond.settings_trust import configured_secrets
-from sessiond.store.following import Followed
+from sessiond.store.following import CatchUpNeeded, Followed
 
 from .clients import MAX_CLIENT_NAME, Clients, ClientState
 from .hooks import ClientHooks
@@ -58,6 +61,9 @@ from .types import (
 )
 
 _log = logging.getLogger(__name__)
+R = TypeVar("R")
+# A request that meets others' changes this many times running gets ``busy``.
+_CATCH_UP_TRIES: Final = 3
 HOOK_NAMES = list(get_args(HookName))
 NOTIFICATIONS = [
     "session/changed",
@@ -194,7 +200,42 @@ class Daemon:
     # -- what handlers share
 
     def actor(self, session_id: str) -> SessionActor:
+        """The open session as it is (for what does not read its file: settings, aborts)."""
         return self.sessions.get(session_id)
+
+    def on_session(self, session_id: str, work: Callable[[SessionActor], R]) -> R:
+        """``work(actor)`` on the open session, up to date with its file: at once when
+        nothing changed and nothing waits (the common case, answered inline); else
+        ``AnswerLater``, whose coroutine runs it once a worker thread has read the
+        changes (see ``service.actor``), in the order the session's requests came."""
+        actor = self.sessions.get(session_id)
+        if actor.ready_now():
+            try:
+                return work(actor)
+            except CatchUpNeeded as needed:
+                raise AnswerLater(self._when_caught_up(actor, work, needed.repair)) from None
+        raise AnswerLater(self._when_caught_up(actor, work, False))
+
+    async def ready(self, session_id: str) -> SessionActor:
+        """The open session, up to date with its file (for handlers that wait anyway)."""
+        actor = self.sessions.get(session_id)
+        if actor.ready_now():
+            return actor
+        return await actor.use(lambda ready: ready)
+
+    async def _when_caught_up(
+        self, actor: SessionActor, work: Callable[[SessionActor], R], repair: bool
+    ) -> R:
+        for _ in range(_CATCH_UP_TRIES - 1):
+            try:
+                return await actor.use(work, repair=repair)
+            except CatchUpNeeded as needed:
+                if actor.follow_error is not None:
+                    # The changes cannot be read (the file became a link, say): that is
+                    # why this cannot be done, not that it should be tried again.
+                    raise actor.follow_error from None
+                repair = needed.repair  # others wrote again meanwhile
+        return await actor.use(work, repair=repair)
 
     def settings(
         self,

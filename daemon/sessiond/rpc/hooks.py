@@ -20,6 +20,7 @@ from sessiond.core.entries import BranchSummaryEntry, CompactionEntry
 from sessiond.core.messages import AnyMessage
 from sessiond.core.preparation import CompactionPreparation
 from sessiond.server import ClientRequestFailed, ClientRequestTimeout, MessageType
+from sessiond.service.actor import SessionActor
 from sessiond.service.hooks import (
     BeforeCompactAnswer,
     BeforeTreeAnswer,
@@ -29,7 +30,6 @@ from sessiond.service.hooks import (
     SuppliedCompaction,
     TreePreparation,
 )
-from sessiond.service.sessions import SessionActor
 from sessiond.store.export import message_json
 from sessiond.store.session import SessionStore
 

@@ -1,10 +1,12 @@
 """Running one connection's requests and notifications, and answering them.
 
 Each request whose handler is ``async`` runs as its own task so that ``$/cancelRequest``
-can cancel it; plain ``def`` handlers run inline. No exception from a handler ever reaches
-the client as a traceback: ``SessiondError``s become their code/kind, anything else
-becomes -32603 "Internal error" and is logged with its traceback. The lifecycle gate
-(``initialize`` ... ``shutdown``, ``exit``) and the token check of ``initialize`` are here.
+can cancel it; plain ``def`` handlers run inline, and one that cannot answer at once
+raises ``AnswerLater`` with a coroutine that will, which then runs as a task too. No
+exception from a handler ever reaches the client as a traceback: ``SessiondError``s become
+their code/kind, anything else becomes -32603 "Internal error" and is logged with its
+traceback. The lifecycle gate (``initialize`` ... ``shutdown``, ``exit``) and the token
+check of ``initialize`` are here.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import asyncio
 import functools
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -28,7 +30,7 @@ from sessiond.errors import (
     SessiondError,
     UnauthorizedError,
 )
-from sessiond.server.context import NotificationContext, RequestContext
+from sessiond.server.context import AnswerLater, NotificationContext, RequestContext
 from sessiond.server.decoding import UNDECODABLE, invalid_params
 from sessiond.server.framing import FrameError, FrameErrorKind
 from sessiond.server.inbox import Item
@@ -232,21 +234,28 @@ class Dispatcher:
         earlier: tuple[asyncio.Task[None], ...],
     ) -> None:
         if spec.is_async or earlier:
-            task = self._loop.create_task(self._run_request(ctx, spec.handler, params, earlier))
-            if ctx.request_id is not None:
-                self._running[ctx.request_id] = task
-            else:
-                self._other_tasks.add(task)
-            task.add_done_callback(functools.partial(self._request_finished, ctx))
+            self._run_as_task(ctx, self._run_request(ctx, spec.handler, params, earlier))
             return
         try:
             result = spec.handler(ctx, params)
+        except AnswerLater as later:
+            # A plain handler that must wait this time (its session is busy with a file
+            # job): the answer comes from a task, cancellable like any other.
+            self._run_as_task(ctx, self._finish_awaited(ctx, later.pending))
         except SessiondError as err:
             self._answer_error(ctx, err)
         except Exception as exc:
             self._answer_internal_error(ctx, exc)
         else:
             self._answer(ctx, result)
+
+    def _run_as_task(self, ctx: RequestContext, work: Coroutine[Any, Any, None]) -> None:
+        task = self._loop.create_task(work)
+        if ctx.request_id is not None:
+            self._running[ctx.request_id] = task
+        else:
+            self._other_tasks.add(task)
+        task.add_done_callback(functools.partial(self._request_finished, ctx))
 
     def _refuse_duplicate(self, request_id: RequestId | None) -> None:
         duplicate = f"Invalid Request: request id {request_id!r} is already in use"
@@ -267,6 +276,18 @@ class Dispatcher:
             result = handler(ctx, params)
             if inspect.isawaitable(result):
                 result = await result
+        except asyncio.CancelledError:
+            self._answer_error(ctx, RequestCancelledError("Request cancelled"))
+        except SessiondError as err:
+            self._answer_error(ctx, err)
+        except Exception as exc:
+            self._answer_internal_error(ctx, exc)
+        else:
+            self._answer(ctx, result)
+
+    async def _finish_awaited(self, ctx: RequestContext, pending: Awaitable[object]) -> None:
+        try:
+            result = await pending
         except asyncio.CancelledError:
             self._answer_error(ctx, RequestCancelledError("Request cancelled"))
         except SessiondError as err:

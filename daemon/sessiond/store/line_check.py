@@ -53,11 +53,17 @@ def readable_line(record: EntryRecord, data: bytes, path: Path, report: Recovery
         record.utf8_state = 2
         data = data.decode("utf-8", "replace").encode("utf-8")
     else:
+        if record.utf8_state == 1:
+            # Read clean before: a lone surrogate escape there now is a change, which
+            # the JSON check (``checked_line``, or decoding the entry) refuses.
+            return data
         if first_read:
             record.utf8_state = 1
     readable = replace_lone_surrogates(data)
-    if readable is not data and first_read:
-        report.lone_surrogate_entries.append(record.id)
+    if readable is not data:
+        if first_read:
+            report.lone_surrogate_entries.append(record.id)
+        record.utf8_state = 2  # repaired at every read
     return readable
 
 

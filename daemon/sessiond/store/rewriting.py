@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,14 +22,21 @@ from sessiond.core.entries import CompactionEntry
 from sessiond.errors import InvalidEntryError
 
 from .fileio import AppendFile, atomic_write
+from .line_check import checked_line
 from .lines import read_chunks, read_lines
 from .records import EntryRecord, new_record
+from .recovery import RecoveryReport
 from .safe_files import FILE_MODE, open_regular
 
 if TYPE_CHECKING:
-    from sessiond.core.entries import Entry
+    from sessiond.core.entries import Entry, SessionHeader
+    from sessiond.core.title_slot import TitleSlot
+    from sessiond.settings import StorageSettings
 
     from .session import SessionStore
+
+
+Clock = Callable[[], datetime]
 
 
 def fork(
@@ -47,6 +56,37 @@ def fork(
     from the entry after it.
     The new file is written at once when the path has an assistant message.
     """
+    return write_fork(fork_plan(store, leaf_id, path=path, session_dir=session_dir))
+
+
+@dataclass
+class ForkPlan:
+    """A fork as decided from the store's index (memory only, where the store is used);
+    ``write_fork`` does its file work from it, in any thread, without the store."""
+
+    source: Path
+    header: SessionHeader
+    storage: StorageSettings
+    clock: Clock
+    path: str | os.PathLike[str] | None
+    session_dir: str | os.PathLike[str]
+    records: list[EntryRecord]
+    # Lines of the path that are not on disk yet (a session written lazily).
+    unwritten: dict[str, bytes]
+    labels: list[tuple[str, str]]
+    # Compactions (by id) that kept from a dropped label: the entry they keep from now.
+    moved_first_kept: dict[str, str]
+    # An oh-my-pi session's title line: the fork is oh-my-pi's too.
+    title_of: TitleSlot | None
+
+
+def fork_plan(
+    store: SessionStore,
+    leaf_id: str,
+    *,
+    path: str | os.PathLike[str] | None = None,
+    session_dir: str | os.PathLike[str] | None = None,
+) -> ForkPlan:
     records = store._path_records(store.record(leaf_id))
     kept = [record for record in records if record.type != "label"]
     # A compaction that kept from a dropped label keeps from the entry after it (pi 1.6).
@@ -59,28 +99,58 @@ def fork(
         after_label.update((label_id, record.id) for label_id in pending)
         pending.clear()
     on_path = {record.id for record in kept}
-    labels = [(target, label) for target, label in store._labels.items() if target in on_path]
-    new = type(store).create(
-        store.header.cwd,
-        session_dir=session_dir if session_dir is not None else store.path.parent,
-        path=path,
-        parent_session=str(store.path),
+    moved = {
+        record.id: after_label[kept_from]
+        for record in kept
+        if (kept_from := _first_kept(store, record)) in after_label
+    }
+    return ForkPlan(
+        source=store.path,
+        header=store.header,
         storage=store.storage,
         clock=store._clock,
+        path=path,
+        session_dir=session_dir if session_dir is not None else store.path.parent,
+        records=kept,
+        unwritten={r.id: store._unwritten[r.id] for r in kept if r.offset < 0},
+        labels=[(target, label) for target, label in store._labels.items() if target in on_path],
+        moved_first_kept=moved,
         title_of=store.title_slot,
     )
+
+
+def write_fork(plan: ForkPlan) -> SessionStore:
+    """The new session of ``plan``: its lines read from the source file through a
+    descriptor of its own (and checked, as ``SessionStore.raw_line`` checks them)."""
+    from .session import SessionStore
+
+    new = SessionStore.create(
+        plan.header.cwd,
+        session_dir=plan.session_dir,
+        path=plan.path,
+        parent_session=str(plan.source),
+        storage=plan.storage,
+        clock=plan.clock,
+        title_of=plan.title_of,
+    )
+    source: int | None = None
     try:
         previous: str | None = None
         copied: list[tuple[EntryRecord, Entry, bytes]] = []
-        for record in kept:
-            line = store.raw_line(record)
-            kept_from = _first_kept(store, record)
-            if record.parent_id != previous or kept_from in after_label:
-                data = msgspec.json.decode(line)
-                data["parentId"] = previous
-                if kept_from in after_label:
-                    data["firstKeptEntryId"] = after_label[kept_from]
-                line = msgspec.json.encode(data)
+        for record in plan.records:
+            line = plan.unwritten.get(record.id)
+            if line is None:
+                if source is None:
+                    source = open_regular(plan.source, os.O_RDONLY)
+                data = os.pread(source, record.length, record.offset)
+                line = checked_line(record, data, plan.source, RecoveryReport())
+            moved = plan.moved_first_kept.get(record.id)
+            if record.parent_id != previous or moved is not None:
+                decoded = msgspec.json.decode(line)
+                decoded["parentId"] = previous
+                if moved is not None:
+                    decoded["firstKeptEntryId"] = moved
+                line = msgspec.json.encode(decoded)
             entry = decode_entry(line)
             copy = new_record(
                 record.id, previous, record.type, record.role, record.timestamp, len(line)
@@ -88,11 +158,14 @@ def fork(
             copied.append((copy, entry, line))
             previous = record.id
         adopt(new, copied)
-        for target, label in labels:
+        for target, label in plan.labels:
             new.append_label(target, label)
     except BaseException:
         new.close()
         raise
+    finally:
+        if source is not None:
+            os.close(source)
     return new
 
 
@@ -172,6 +245,7 @@ def rewrite_entries(store: SessionStore, replacements: Mapping[str, Mapping[str,
         store._append.close()
         store._append = None
     atomic_write(store.path, lines_out(), mode=_file_mode(store.path))
+    store._generation += 1
     for old_offset, record in by_offset.items():
         record.offset = new_offsets.get(old_offset, record.offset)
     for entry_id, line in encoded.items():

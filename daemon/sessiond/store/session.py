@@ -146,6 +146,11 @@ class SessionStore:
         self._append: AppendFile | None = None
         self._closed = False
         self._follower = FileFollower(path)
+        # Bumped whenever the index changes (appends, others' lines, a reload), so that
+        # changes read elsewhere (``catching_up``) are applied only to the state they
+        # were read for.
+        self._generation = 0
+        self._inline_follow_bytes: int | None = None
         # The file as a scan would describe it (the lines read and written since
         # included): what the persistent index keeps at close. None when it cannot be
         # kept (not written yet, read through a migrated copy, rewritten since).
@@ -162,6 +167,7 @@ class SessionStore:
 
     def _take_scan(self, scan_result: ScanResult | None) -> None:
         """Build the in-memory index from a scan (or an empty one), leaf at the last entry."""
+        self._generation += 1
         self._ledger = None
         # oh-my-pi's title line, if the file starts with one; it decides the dialect.
         self.title_slot: TitleSlot | None = (
@@ -365,6 +371,18 @@ class SessionStore:
     def leaf_id(self) -> str | None:
         leaf = self._view.leaf
         return leaf.id if leaf is not None else None
+
+    @property
+    def inline_follow_bytes(self) -> int | None:
+        """At most this many bytes of others' changes are read where the store is used
+        (None: any amount). A daemon sets it and reads more in a worker thread
+        (``catching_up``); beyond it a follow or an append is ``CatchUpNeeded``."""
+        return self._inline_follow_bytes
+
+    @inline_follow_bytes.setter
+    def inline_follow_bytes(self, limit: int | None) -> None:
+        self._inline_follow_bytes = limit
+        self._follower.scan_limit = limit
 
     @property
     def leaf_view(self) -> ContextView:
@@ -830,6 +848,7 @@ class SessionStore:
         if self._append is None:
             self._append = AppendFile(self.path)
         self._append.append(data, sync=force or self.storage.fsync == "always")
+        self._generation += 1
         for (record, _, _), record_offset in zip(prepared, offsets, strict=True):
             record.offset = record_offset
         self._size += len(data)
@@ -875,6 +894,7 @@ class SessionStore:
         self._unwritten_order.clear()
         self._size = offset
         self._persisted = True
+        self._generation += 1
         self._append = AppendFile(self.path)
         self._ledger = ScanResult(
             header=self.header,
