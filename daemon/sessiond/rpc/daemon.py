@@ -32,8 +32,9 @@ from sessiond.server import (
     WorkDoneEnd,
     WorkDoneReport,
 )
+from sessiond.server.limits import DEFAULT_MAX_CONNECTIONS, FD_RESERVE_MIN, open_file_limit
 from sessiond.service.actor import SessionActor
-from sessiond.service.sessions import SessionRegistry
+from sessiond.service.sessions import SessionLimits, SessionRegistry
 from sessiond.service.summaries import SummaryContext
 from sessiond.settings import (
     LayerCache,
@@ -116,6 +117,9 @@ class Daemon:
             publish=self.clients.publish,
             hooks=self._hooks_for,
             on_followed=self._followed,
+            limits=SessionLimits.fitted(
+                open_file_limit(), DEFAULT_MAX_CONNECTIONS, FD_RESERVE_MIN
+            ),
         )
         self.router = Router()
 

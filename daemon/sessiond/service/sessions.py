@@ -54,6 +54,13 @@ class SessionLimits:
     per_client: int = 64
     total: int = 1024
 
+    @classmethod
+    def fitted(cls, file_limit: int, connections: int, reserve: int) -> SessionLimits:
+        """Limits that leave ``connections`` and ``reserve`` descriptors of ``file_limit``
+        free, at three descriptors a session."""
+        total = max(16, (file_limit - connections - reserve) // 3)
+        return cls(per_client=min(cls.per_client, total), total=total)
+
 
 class _Opening:
     """A session file being opened in a worker thread, and who waits for it (in order)."""
