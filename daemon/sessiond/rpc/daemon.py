@@ -117,9 +117,7 @@ class Daemon:
             publish=self.clients.publish,
             hooks=self._hooks_for,
             on_followed=self._followed,
-            limits=SessionLimits.fitted(
-                open_file_limit(), DEFAULT_MAX_CONNECTIONS, FD_RESERVE_MIN
-            ),
+            limits=SessionLimits.fitted(open_file_limit(), DEFAULT_MAX_CONNECTIONS, FD_RESERVE_MIN),
         )
         self.router = Router()
 

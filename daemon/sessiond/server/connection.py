@@ -355,20 +355,12 @@ class Connection:
                     push(message, len(event))
             elif len(message.result) or message.error is not UNSET:
                 if skip_allowed:
-                    self._take_answer(message)
+                    self._dispatcher.on_answer(message)
                 else:
                     push(message, len(event))
             else:
                 push(event, len(event))  # neither a request nor an answer: ``diagnose`` it
         self._pump()
-
-    def _take_answer(self, message: IncomingMessage) -> None:
-        """An answer to one of the daemon's requests, ahead of the queue. Like every message,
-        it cannot end the connection by failing: the request it answers fails instead."""
-        try:
-            self._dispatcher.on_answer(message)
-        except Exception:
-            log.exception("connection %s: failed to take an answer", self.id)
 
     def end_of_input(self) -> None:
         """The client will send nothing more: let running requests answer (briefly), then close.

@@ -156,9 +156,15 @@ class Dispatcher:
             self._on_request(request_id, method, item.params)
 
     def on_answer(self, message: IncomingMessage) -> None:
-        """The client's answer to one of the daemon's own requests."""
+        """The client's answer to one of the daemon's own requests. Like every message, it
+        cannot end the connection by failing: the request it answers fails instead."""
         error = None if isinstance(message.error, msgspec.UnsetType) else message.error
-        if not self._pending.resolve(message.id, message.result, error):
+        try:
+            resolved = self._pending.resolve(message.id, message.result, error)
+        except Exception:
+            log.exception("connection %s: failed to take an answer", self._connection.id)
+            resolved = self._pending.reject(message.id, "the answer could not be read")
+        if not resolved:
             log.info(
                 "connection %s: answer for unknown request id %r", self._connection.id, message.id
             )

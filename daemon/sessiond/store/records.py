@@ -14,7 +14,7 @@ carries can reach that state.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -33,6 +33,46 @@ class LineKeys(msgspec.Struct, rename={"parent_id": "parentId"}, gc=False):
     parent_id: str | None = None
     timestamp: str = ""
     message: MessageRole | None = None
+
+
+# Reads a line's keys; every other field of the line is skipped (and checked as JSON).
+KEYS_DECODER: Final = msgspec.json.Decoder(LineKeys)
+
+
+def loose_keys(line: bytes) -> LineKeys | None:
+    """The keys of a line whose fields have unexpected types (read as pi would)."""
+    try:
+        data = msgspec.json.decode(line)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("id"), str):
+        return None
+
+    def text(key: str) -> str | None:
+        value = data.get(key)
+        return value if isinstance(value, str) else None
+
+    message = data.get("message")
+    role = message.get("role") if isinstance(message, dict) else None
+    return LineKeys(
+        id=data["id"],
+        type=text("type") or "",
+        parent_id=text("parentId"),
+        timestamp=text("timestamp") or "",
+        message=MessageRole(role if isinstance(role, str) else None)
+        if isinstance(message, dict)
+        else None,
+    )
+
+
+def keys_or_none(raw: bytes) -> LineKeys | None:
+    """The keys of a line, read strictly or loosely; None when it is not an entry."""
+    try:
+        return KEYS_DECODER.decode(raw)
+    except msgspec.ValidationError:
+        return loose_keys(raw)
+    except (msgspec.DecodeError, RecursionError):
+        return None
 
 
 class EntryRecord(msgspec.Struct, gc=False):

@@ -42,7 +42,7 @@ from sessiond.errors import InvalidSessionFileError
 from .budget import MemoryBudget
 from .fileio import path_error
 from .lines import MAX_LINE_BYTES, PartialLine
-from .records import EntryRecord, LineKeys, MessageRole, record_of
+from .records import KEYS_DECODER, EntryRecord, LineKeys, keys_or_none, loose_keys, record_of
 from .recovery import DamagedLine, RecoveryReport, TornTail, preview_of
 from .safe_files import open_regular
 
@@ -51,7 +51,6 @@ _BOM: Final = b"\xef\xbb\xbf"
 _WHITESPACE: Final = b" \t\r\n"
 # Entries the index decodes whole: small, and needed for labels and the name.
 EAGER_TYPES: Final = frozenset({"label", "session_info"})
-_KEYS_DECODER: Final = msgspec.json.Decoder(LineKeys)
 # The memory budget is checked every this many records (plus one) as well as per chunk,
 # so that a chunk of tiny lines cannot overshoot it by much.
 _BUDGET_EVERY: Final = 0x3FFF
@@ -267,8 +266,8 @@ class _Scanner:
             self.line_no += data.count(b"\n", pos, end)
             return
         # The hot loop: one C-level decode per line reads its keys.
-        decode = _KEYS_DECODER.decode
-        make = EntryRecord
+        decode = KEYS_DECODER.decode
+        make = record_of
         records = self.records
         append = records.append
         line_no = self.line_no
@@ -283,21 +282,9 @@ class _Scanner:
                 self._slow_line(view[pos:newline], base + pos)
                 seq = len(records)
             else:
-                append(
-                    make(
-                        keys.id,
-                        keys.type,
-                        keys.parent_id,
-                        keys.timestamp,
-                        keys.message,
-                        base + pos,
-                        newline - pos,
-                        seq,
-                    )
-                )
+                append(make(keys, base + pos, newline - pos, seq))
                 seq += 1
                 if not seq & _BUDGET_EVERY:
-                    self.line_no = line_no
                     self._budget.check(len(records), self.report)
             pos = newline + 1
         self.line_no = line_no
@@ -421,12 +408,12 @@ class _Scanner:
             repaired = True
         keys: LineKeys | None
         try:
-            keys = _KEYS_DECODER.decode(raw)
+            keys = KEYS_DECODER.decode(raw)
         except msgspec.ValidationError:
-            keys = _loose_keys(raw)
+            keys = loose_keys(raw)
         except msgspec.DecodeError as exc:
             readable = replace_lone_surrogates(raw)
-            keys = None if readable is raw else _keys_or_none(readable)
+            keys = None if readable is raw else keys_or_none(readable)
             if keys is None:
                 self._damaged(raw, offset, length, f"not valid JSON ({exc})")
                 return
@@ -579,32 +566,6 @@ def decode_metadata(record: EntryRecord, line: bytes, report: RecoveryReport) ->
         report.unreadable_entries.append(record.id)
 
 
-def _loose_keys(line: bytes) -> LineKeys | None:
-    """The keys of a line whose fields have unexpected types (read as pi would)."""
-    try:
-        data = msgspec.json.decode(line)
-    except (msgspec.DecodeError, RecursionError):
-        return None
-    if not isinstance(data, dict) or not isinstance(data.get("id"), str):
-        return None
-
-    def text(key: str) -> str | None:
-        value = data.get(key)
-        return value if isinstance(value, str) else None
-
-    message = data.get("message")
-    role = message.get("role") if isinstance(message, dict) else None
-    return LineKeys(
-        id=data["id"],
-        type=text("type") or "",
-        parent_id=text("parentId"),
-        timestamp=text("timestamp") or "",
-        message=MessageRole(role if isinstance(role, str) else None)
-        if isinstance(message, dict)
-        else None,
-    )
-
-
 def _is_json(data: bytes | bytearray) -> bool:
     try:
         msgspec.json.decode(data)
@@ -613,15 +574,6 @@ def _is_json(data: bytes | bytearray) -> bool:
     except RecursionError:
         return True  # too deep to tell: keep it as a (damaged) line rather than cut it off
     return True
-
-
-def _keys_or_none(raw: bytes) -> LineKeys | None:
-    try:
-        return _KEYS_DECODER.decode(raw)
-    except msgspec.ValidationError:
-        return _loose_keys(raw)
-    except (msgspec.DecodeError, RecursionError):
-        return None
 
 
 def _valid_utf8(data: bytes) -> bool:
