@@ -15,7 +15,7 @@ import asyncio
 import functools
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -247,7 +247,8 @@ class Dispatcher:
         except AnswerLater as later:
             # A plain handler that must wait this time (its session is busy with a file
             # job): the answer comes from a task, cancellable like any other.
-            self._run_as_task(ctx, self._finish_awaited(ctx, later.pending))
+            pending = later.pending
+            self._run_as_task(ctx, self._run_request(ctx, lambda _c, _p: pending, None, ()))
         except SessiondError as err:
             self._answer_error(ctx, err)
         except Exception as exc:
@@ -282,18 +283,6 @@ class Dispatcher:
             result = handler(ctx, params)
             if inspect.isawaitable(result):
                 result = await result
-        except asyncio.CancelledError:
-            self._answer_error(ctx, RequestCancelledError("Request cancelled"))
-        except SessiondError as err:
-            self._answer_error(ctx, err)
-        except Exception as exc:
-            self._answer_internal_error(ctx, exc)
-        else:
-            self._answer(ctx, result)
-
-    async def _finish_awaited(self, ctx: RequestContext, pending: Awaitable[object]) -> None:
-        try:
-            result = await pending
         except asyncio.CancelledError:
             self._answer_error(ctx, RequestCancelledError("Request cancelled"))
         except SessiondError as err:

@@ -22,7 +22,6 @@ import contextlib
 import json
 import os
 import socket
-import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ from sessiond.errors import InvalidSessionFileError, SessionLockedError, Storage
 from sessiond.paths import iso_now
 
 from .fileio import NO_HARD_LINKS, temporary_path_for
-from .safe_files import FILE_MODE, open_regular
+from .safe_files import check_sidecar, open_regular, refuse_other_names
 
 # The start of the ``program`` an owner record names: what marks a lock as sessiond's.
 _PROGRAM = "sessiond"
@@ -142,13 +141,13 @@ class SessionLock:
             status = os.fstat(fd)
             if status.st_uid != os.geteuid():
                 raise _not_ours(self.path)
-            _check_single_name(status, self.path)
+            refuse_other_names(status, self.path, "lock file")
             if not _try_lock(fd):
                 owner = _owner_record(_read(fd))
                 raise SessionLockedError(_locked_message(self.path, owner), owner=owner or {})
             if _owner_record(_read(fd)) is None:
                 raise _not_ours(self.path)
-            _check_private(fd, status, self.path)
+            check_sidecar(fd, status, self.path, "lock file")
             # Another process may have unlinked the lock between our open and our lock
             # (it released the session); then we locked an orphaned inode.
             if not _still_at_path(fd, self.path):
@@ -232,31 +231,6 @@ def _quotable(field: object) -> bool:
     if isinstance(field, str):
         return len(field) <= 100 and field.isprintable()
     return isinstance(field, int) and not isinstance(field, bool)
-
-
-def _check_single_name(status: os.stat_result, path: Path) -> None:
-    """A hard link would carry what sessiond writes to another file."""
-    if status.st_nlink > 1:
-        raise InvalidSessionFileError(
-            f"{path}: the lock file has other names (hard links), so sessiond will not "
-            "write into it; remove it",
-            reason="hardLink",
-            path=str(path),
-        )
-
-
-def _check_private(fd: int, status: os.stat_result, path: Path) -> None:
-    """A lock sessiond left is written again only if nobody else can write it. One others
-    may only read is made private again, as sessiond made it."""
-    if status.st_mode & 0o022:
-        raise InvalidSessionFileError(
-            f"{path}: others can write the lock file, so sessiond will not write into it; "
-            "remove it",
-            reason="notPrivate",
-            path=str(path),
-        )
-    if stat.S_IMODE(status.st_mode) & 0o077:
-        os.fchmod(fd, FILE_MODE)
 
 
 def _not_ours(path: Path) -> InvalidSessionFileError:

@@ -44,7 +44,7 @@ def open_regular(
     ``O_CREAT``'s mode 0600 when creating).
 
     ``sidecar``: the file is one sessiond keeps beside a session (the lock, the pruned
-    outputs) and writes into; see ``_check_sidecar``. Other ``OSError``s (not found,
+    outputs) and writes into; see ``check_sidecar``. Other ``OSError``s (not found,
     permission) reach the caller.
     """
     try:
@@ -59,7 +59,7 @@ def open_regular(
         if not stat.S_ISREG(status.st_mode):
             raise _not_a_file(path, what, status.st_mode)
         if sidecar and os.name == "posix":
-            _check_sidecar(fd, status, path, what)
+            check_sidecar(fd, status, path, what)
         if _NONBLOCK:
             # Non-blocking I/O means nothing for a regular file, but leave the
             # descriptor as an ordinary one for whoever reads or writes it.
@@ -72,18 +72,12 @@ def open_regular(
     return fd
 
 
-def _check_sidecar(fd: int, status: os.stat_result, path: Path, what: str) -> None:
+def check_sidecar(fd: int, status: os.stat_result, path: Path, what: str) -> None:
     """A file sessiond writes into must be its own: one name only (a hard link would make
     it write into another file), and nobody else able to write it (another user may have
     made it, to read what sessiond puts there). One that others may only read is made
     private (0600), as sessiond would have created it."""
-    if status.st_nlink > 1:
-        raise InvalidSessionFileError(
-            f"{path}: the {what} has other names (hard links), so sessiond will not "
-            "write into it; remove it",
-            reason="hardLink",
-            path=str(path),
-        )
+    refuse_other_names(status, path, what)
     if status.st_mode & 0o022:
         raise InvalidSessionFileError(
             f"{path}: others can write the {what}, so sessiond will not write into it; remove it",
@@ -92,6 +86,18 @@ def _check_sidecar(fd: int, status: os.stat_result, path: Path, what: str) -> No
         )
     if status.st_mode & 0o077:
         os.fchmod(fd, FILE_MODE)
+
+
+def refuse_other_names(status: os.stat_result, path: Path, what: str) -> None:
+    """``hardLink`` for a file with more than one name: what sessiond wrote into it would
+    land in another file too."""
+    if status.st_nlink > 1:
+        raise InvalidSessionFileError(
+            f"{path}: the {what} has other names (hard links), so sessiond will not "
+            "write into it; remove it",
+            reason="hardLink",
+            path=str(path),
+        )
 
 
 def check_regular_or_absent(path: Path, what: str = "session file") -> bool:
