@@ -12,6 +12,9 @@ beside theirs). Against a real ``sessiond serve``:
 - A file someone puts at a new session's path before its first write is not written
   over: the write is a ``conflict`` and the file is left as it was.
 - A user's ``.corrupt`` file is never written: a repaired tail goes to a new name.
+- A user's own file at ``<session>.pruned`` beside an oh-my-pi session (whose pruning
+  archives the original outputs there) stops the pruning (``notOurs``) and is left as it
+  is; an archive sessiond made is appended to.
 """
 
 from __future__ import annotations
@@ -23,8 +26,10 @@ from pathlib import Path
 
 import pytest
 
+from sessiond.core.title_slot import serialize_title_slot
 from sessiond.store.session import SessionStore
 from tests.proof.support import FAST, RpcError, stdio_daemon, timeout_for
+from tests.proof.test_hostile_files import prunable_session
 from tests.store.helpers import assistant, user
 
 pytestmark = pytest.mark.timeout(timeout_for(120, 300))
@@ -146,3 +151,31 @@ def test_a_users_corrupt_file_is_never_written(tmp_path: Path) -> None:
     finally:
         daemon.stop()
     assert fingerprint(corrupt) == before
+
+
+def test_a_users_file_at_an_oh_my_pi_sessions_archive_is_never_written(tmp_path: Path) -> None:
+    session = prunable_session(tmp_path / "s" / "notes")
+    slot = serialize_title_slot("Pruned", "user", "2026-09-27T09:00:00.000Z")
+    session.write_bytes(slot + session.read_bytes())
+    original = session.read_bytes()
+    users = session.with_name("notes.pruned")
+    before = plant(users, b"my pruned rose bushes, 2026\n")
+    daemon, peer = stdio_daemon(tmp_path / "d", FAST)
+    try:
+        peer.initialize()
+        session_id = peer.call("session/open", {"path": str(session)})["sessionId"]
+        turn = {"sessionId": session_id, "contextWindow": 100_000}
+        with pytest.raises(RpcError) as refused:
+            peer.call("agent/turnEnded", turn)
+        assert refused.value.kind == "invalidSessionFile"
+        assert refused.value.data["reason"] == "notOurs"
+        assert session.read_bytes() == original, "outputs were pruned without their archive"
+        assert fingerprint(users) == before
+        users.rename(tmp_path / "kept-aside")
+        assert peer.call("agent/turnEnded", turn)["prunedEntries"] == 3
+        archive = users.read_bytes()
+        assert archive.startswith(b'{"type":"sessiond.prunedOutputs"')
+        assert archive.count(b'"toolResult"') == 3
+    finally:
+        daemon.stop()
+    assert fingerprint(tmp_path / "kept-aside") == before

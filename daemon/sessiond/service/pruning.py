@@ -12,7 +12,9 @@ rewrites the file; sessiond does the same, after copying the original lines to
 
 The archive is opened like every file beside a session (``store.safe_files``): a link,
 a FIFO or a file others can write, planted at its name, is refused, and then nothing is
-pruned.
+pruned. It is sessiond's own: a new one starts with a line saying so, and a file at its
+name that sessiond did not make (the user's own, not an archive) is refused
+(``notOurs``) and left as it is.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from sessiond.core.tokens import Estimator
 from sessiond.errors import StorageError
 from sessiond.store.fileio import fsync_directory, write_all
 from sessiond.store.path_access import StorePath
-from sessiond.store.safe_files import open_regular
+from sessiond.store.safe_files import open_own_sidecar
 from sessiond.store.session import SessionStore
 
 
@@ -75,11 +77,29 @@ def archive_path(store: SessionStore) -> str:
     return str(store.path) + ".pruned"
 
 
+# The first line of an archive sessiond makes.
+ARCHIVE_MARK = b'{"type":"sessiond.prunedOutputs","version":1}\n'
+
+
+def _is_archive(first_line: bytes) -> bool:
+    """An archive's first line: the mark, or (older archives had none) an entry's line."""
+    if first_line + b"\n" == ARCHIVE_MARK:
+        return True
+    try:
+        value = msgspec.json.decode(first_line)
+    except (msgspec.DecodeError, RecursionError):
+        return False
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("type"), str)
+        and isinstance(value.get("id"), str)
+    )
+
+
 def _archive(store: SessionStore, lines: list[bytes]) -> None:
     path = Path(archive_path(store))
-    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
     try:
-        fd = open_regular(path, flags, what="pruned-output archive", sidecar=True)
+        fd = open_own_sidecar(path, "pruned-output archive", ARCHIVE_MARK, _is_archive)
         try:
             write_all(fd, b"".join(line + b"\n" for line in lines))
             os.fsync(fd)

@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from sessiond._version import __version__
-from sessiond.errors import InvalidSessionFileError, SessionLockedError, StorageError
+from sessiond.errors import SessionLockedError, StorageError
 from sessiond.paths import iso_now
 
 from .fileio import NO_HARD_LINKS, temporary_path_for
-from .safe_files import check_sidecar, open_regular, refuse_other_names
+from .safe_files import check_sidecar, not_ours, open_regular, refuse_other_names
 
 # The start of the ``program`` an owner record names: what marks a lock as sessiond's.
 _PROGRAM = "sessiond"
@@ -136,17 +136,17 @@ class SessionLock:
         except FileNotFoundError:
             return None
         except PermissionError:
-            raise _not_ours(self.path) from None
+            raise not_ours(self.path, "lock") from None
         try:
             status = os.fstat(fd)
             if status.st_uid != os.geteuid():
-                raise _not_ours(self.path)
+                raise not_ours(self.path, "lock")
             refuse_other_names(status, self.path, "lock file")
             if not _try_lock(fd):
                 owner = _owner_record(_read(fd))
                 raise SessionLockedError(_locked_message(self.path, owner), owner=owner or {})
             if _owner_record(_read(fd)) is None:
-                raise _not_ours(self.path)
+                raise not_ours(self.path, "lock")
             check_sidecar(fd, status, self.path, "lock file")
             # Another process may have unlinked the lock between our open and our lock
             # (it released the session); then we locked an orphaned inode.
@@ -231,16 +231,6 @@ def _quotable(field: object) -> bool:
     if isinstance(field, str):
         return len(field) <= 100 and field.isprintable()
     return isinstance(field, int) and not isinstance(field, bool)
-
-
-def _not_ours(path: Path) -> InvalidSessionFileError:
-    return InvalidSessionFileError(
-        f"{path} exists and is not a lock sessiond made, so sessiond will not use it: "
-        "sessiond never takes over a file it did not create (give the session file "
-        "another name, or move that file away)",
-        reason="notOurs",
-        path=str(path),
-    )
 
 
 def _same_file(one: int, other: int) -> bool:

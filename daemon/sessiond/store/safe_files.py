@@ -20,6 +20,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
@@ -86,6 +87,56 @@ def check_sidecar(fd: int, status: os.stat_result, path: Path, what: str) -> Non
         )
     if status.st_mode & 0o077:
         os.fchmod(fd, FILE_MODE)
+
+
+def open_own_sidecar(
+    path: Path, what: str, first_line: bytes, is_ours: Callable[[bytes], bool]
+) -> int:
+    """A descriptor appending to the sidecar at ``path``, which sessiond made: a new one
+    (``O_EXCL``) starts with ``first_line``; one already there is used only if it is the
+    user's own, has one name and its first line is one sessiond writes (``is_ours``),
+    and it is only read until that is known. Anything else there (the user's own
+    ``notes.pruned``) is ``notOurs``, never written, chmodded or removed."""
+    flags = os.O_WRONLY | os.O_APPEND
+    try:
+        fd = open_regular(path, flags | os.O_CREAT | os.O_EXCL, what=what)
+    except FileExistsError:
+        pass
+    else:
+        try:
+            os.write(fd, first_line)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+    reader = open_regular(path, os.O_RDONLY, what=what)
+    try:
+        status = os.fstat(reader)
+        if status.st_uid != os.geteuid() or not is_ours(_first_line(reader)):
+            raise not_ours(path, what)
+        refuse_other_names(status, path, what)
+        fd = open_regular(path, flags, what=what, sidecar=True)
+    finally:
+        os.close(reader)
+    if (os.fstat(fd).st_dev, os.fstat(fd).st_ino) != (status.st_dev, status.st_ino):
+        os.close(fd)
+        raise not_ours(path, what)  # swapped between the look and the open
+    return fd
+
+
+def _first_line(fd: int, most: int = 64 * 1024) -> bytes:
+    data = os.pread(fd, most, 0)
+    return data.split(b"\n", 1)[0]
+
+
+def not_ours(path: Path, what: str) -> InvalidSessionFileError:
+    return InvalidSessionFileError(
+        f"{path} exists and is not a {what} sessiond made, so sessiond will not use it: "
+        "sessiond never takes over a file it did not create (give the session file "
+        "another name, or move that file away)",
+        reason="notOurs",
+        path=str(path),
+    )
 
 
 def refuse_other_names(status: os.stat_result, path: Path, what: str) -> None:
