@@ -3,7 +3,8 @@
 Against a real ``sessiond serve --socket`` with two clients: client A works on a big
 file, client B keeps asking about another session. Another program grows A's session by
 a sparse hole of 2 GiB, or replaces it with a big file, while it is open; or A forks a
-session of 150 MB. Reading any of that takes the daemon seconds; it does so in a worker
+session of 150 MB, or the end of A's turn prunes an oh-my-pi session of 150 MB (which
+rewrites the file). Reading or writing any of that takes the daemon seconds; it does so in a worker
 thread, so B's answers keep coming meanwhile: B's slowest answer is a small part of
 A's wait (measured against A's own wait, so that a slow machine is not a failure). On
 the code before the fix B waited as long as A.
@@ -21,13 +22,16 @@ from typing import Any
 import pytest
 from bench.generate_session import generate
 
+from sessiond.core.title_slot import serialize_title_slot
 from sessiond.store.session import SessionStore
 from tests.proof.support import FAST, Peer, listening_daemon, timeout_for
-from tests.store.helpers import assistant, user
+from tests.store.helpers import assistant, tool_result, user
 
 pytestmark = pytest.mark.timeout(timeout_for(240, 600))
 
 MIB = 1024 * 1024
+# The oh-my-pi session rewritten when pruned: big enough that rewriting it takes a while.
+PRUNED_SESSION_MB = 300
 
 
 def small_session(path: Path) -> Path:
@@ -127,3 +131,34 @@ def test_a_fork_of_a_big_session_is_copied_off_the_loop(tmp_path: Path) -> None:
         assert Path(forked["path"]).stat().st_size > 140 * MIB
 
     while_b_asks(tmp_path, path, act)
+
+
+def test_pruning_rewrites_an_oh_my_pi_session_off_the_loop(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    with SessionStore.create("/p", path=path) as store:
+        for n in range(PRUNED_SESSION_MB // 4):  # few lines: the rewrite's size is in bytes
+            store.append(user(f"{n} " + "u" * 4 * MIB))
+            store.append(assistant("a" * 1000))
+        # Compacted since: the context (and so the pruning's look) starts here.
+        kept = store.append(user("run the tools")).id
+        store.append(
+            {
+                "type": "compaction",
+                "summary": "## Goal\nold work",
+                "firstKeptEntryId": kept,
+                "tokensBefore": 40_000_000,
+            }
+        )
+        for index in range(6):
+            store.append(assistant("", input=1000, stop="toolUse"))
+            store.append(tool_result("o" * 60_000, tool="bash", call_id=f"c{index}"))
+        store.append(assistant("summary of work", input=89_000))
+    slot = serialize_title_slot("Big", "user", "2026-09-27T09:00:00.000Z")
+    path.write_bytes(slot + path.read_bytes())
+
+    def act(a: Peer, session_id: str) -> None:
+        turn = {"sessionId": session_id, "contextWindow": 100_000}
+        assert a.call("agent/turnEnded", turn, 120)["prunedEntries"] == 3
+
+    while_b_asks(tmp_path, path, act)
+    assert path.read_bytes().count(b'"prunedAt"') == 3

@@ -158,6 +158,7 @@ def register(daemon: Daemon) -> None:
             compact=compact,
             emit_ended=lambda event: publish_event(actor, event),
             now_ms=int(time.time() * 1000),
+            exclusive=actor.exclusive,
         )
         if check.pruned is not None and not check.pruned.empty:
             # pi's files: appended edits; oh-my-pi's: the file rewritten in place

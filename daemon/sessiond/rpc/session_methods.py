@@ -16,8 +16,9 @@ from sessiond.errors import (
 )
 from sessiond.paths import check_allowed, default_session_dir, user_path
 from sessiond.server import RequestContext
-from sessiond.service.actor import SessionActor, in_worker
+from sessiond.service.actor import SessionActor
 from sessiond.service.forking import fork_job, user_messages_for_forking
+from sessiond.service.workers import in_worker
 from sessiond.store.listing import list_sessions
 from sessiond.store.records import EntryRecord
 from sessiond.store.session import SessionStore

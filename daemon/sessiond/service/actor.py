@@ -26,7 +26,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from pathlib import Path
-from typing import Any, Final, Literal, ParamSpec, Protocol, TypeVar
+from typing import Any, Final, Literal, Protocol, TypeVar
 
 from sessiond.core.entries import Entry
 from sessiond.core.tokens import Estimator
@@ -47,10 +47,10 @@ from sessiond.tokenizer import estimator as estimator_named
 from .gate import Gate
 from .hooks import Hooks, NoHooks
 from .turns import OverflowGuard
+from .workers import in_worker
 
 _log = logging.getLogger(__name__)
 T = TypeVar("T")
-P = ParamSpec("P")
 ClientId = int
 LongKind = Literal["compaction", "navigation"]
 # Bytes of others' changes read in place (an append's own look at the file); more is
@@ -59,11 +59,6 @@ INLINE_FOLLOW_BYTES: Final = 256 * 1024
 # Changes read one after another before a request is served anyway (a file that keeps
 # changing must not hold its requests for ever).
 _CATCH_UP_ROUNDS: Final = 4
-
-
-async def in_worker(work: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-    """``work(*args)`` in a worker thread; file work of any size runs here."""
-    return await asyncio.get_running_loop().run_in_executor(None, lambda: work(*args, **kwargs))
 
 
 class Publisher(Protocol):
@@ -175,6 +170,24 @@ class SessionActor:
                 )
             job = prepare(self)
             return await in_worker(job)
+
+    async def exclusive(self, work: Callable[[], Awaitable[T]]) -> T:
+        """``work()`` alone on the session's file (a rewrite in a worker thread): after a
+        catch-up, with the session's requests waiting behind it and every append refused
+        meanwhile (``SessionStore.appends_held``), so that nothing is written to the file
+        the rewrite replaces."""
+        async with self._gate.held():
+            await self._catch_up()
+            if self._closed:
+                raise NotFoundError(
+                    f"Session {self.session_id} is not open (open it with session/open)",
+                    sessionId=self.session_id,
+                )
+            self.store.appends_held = True
+            try:
+                return await work()
+            finally:
+                self.store.appends_held = False
 
     async def catch_up(self) -> None:
         """Read what other programs changed in the file (in a worker thread), tell the

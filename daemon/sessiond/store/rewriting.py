@@ -22,6 +22,7 @@ from sessiond.core.entries import CompactionEntry
 from sessiond.errors import InvalidEntryError
 
 from .fileio import AppendFile, atomic_write
+from .follow import Observation, observe
 from .line_check import checked_line
 from .lines import read_chunks, read_lines
 from .records import EntryRecord, new_record
@@ -187,12 +188,44 @@ def adopt(store: SessionStore, copied: list[tuple[EntryRecord, Entry, bytes]]) -
 
 
 def rewrite_entries(store: SessionStore, replacements: Mapping[str, Mapping[str, Any]]) -> None:
-    """Replace whole entries (by id) through an atomic rewrite of the file.
+    """Replace whole entries (by id) through an atomic rewrite of the file, here.
 
-    Every other line, damaged ones included, is copied byte for byte. The
-    daemon no longer changes entries in place (pruning appends pi 1.6
-    context edits); this stays for tools that must, and is tested as such.
+    Every other line, damaged ones included, is copied byte for byte. pi's files are
+    never changed in place (pruning appends pi 1.6 context edits); oh-my-pi's are, when
+    pruned. A daemon does the file work in a worker thread: ``plan_rewrite``,
+    ``write_rewrite`` (any thread), ``take_rewrite``.
     """
+    plan = plan_rewrite(store, replacements)
+    if plan is not None:
+        take_rewrite(store, plan, write_rewrite(plan))
+
+
+@dataclass
+class RewritePlan:
+    """A rewrite as decided where the store is used; ``write_rewrite`` does it."""
+
+    path: Path
+    mode: int
+    skip_first: int
+    # The offsets of the indexed lines, and the new lines of the replaced ones.
+    indexed: set[int]
+    replaced_at: dict[int, bytes]
+    encoded: dict[str, bytes]
+
+
+@dataclass
+class Rewritten:
+    new_offsets: dict[int, int]
+    size: int
+    seen: Observation
+
+
+def plan_rewrite(
+    store: SessionStore, replacements: Mapping[str, Mapping[str, Any]]
+) -> RewritePlan | None:
+    """Check and encode the replacements; None when they were taken in memory (a session
+    not written yet). The store appends nothing more until ``take_rewrite``: its
+    descriptor for appending is closed here."""
     store._check_writable()
     encoded: dict[str, bytes] = {}
     for entry_id, data in replacements.items():
@@ -205,10 +238,24 @@ def rewrite_entries(store: SessionStore, replacements: Mapping[str, Mapping[str,
             store._unwritten[entry_id] = line
             store._by_id[entry_id].length = len(line)
         forget(store, encoded)
-        return
+        return None
     store.sync()
-    by_offset = {record.offset: record for record in store._records}
-    replaced_at = {store._by_id[entry_id].offset: line for entry_id, line in encoded.items()}
+    if store._append is not None:
+        store._append.close()
+        store._append = None
+    return RewritePlan(
+        path=store.path,
+        mode=_file_mode(store.path),
+        skip_first=store._follower.skip_first,
+        indexed={record.offset for record in store._records},
+        replaced_at={store._by_id[entry_id].offset: line for entry_id, line in encoded.items()},
+        encoded=encoded,
+    )
+
+
+def write_rewrite(plan: RewritePlan) -> Rewritten:
+    """The file rewritten with the plan's lines (file work of its whole size; any thread,
+    nothing of the store touched)."""
     new_offsets: dict[int, int] = {}
     new_size = 0
 
@@ -216,7 +263,7 @@ def rewrite_entries(store: SessionStore, replacements: Mapping[str, Mapping[str,
         nonlocal new_size
         pending: list[bytes] = []
         pending_size = 0
-        for offset, line in file_lines(store):
+        for offset, line in file_lines(plan.path):
             if not isinstance(line, bytes):
                 # Longer than any entry (damage): copied through, never held whole.
                 if pending:
@@ -228,9 +275,9 @@ def rewrite_entries(store: SessionStore, replacements: Mapping[str, Mapping[str,
                 new_size += 1
                 yield b"\n"
                 continue
-            replacement = replaced_at.get(offset)
+            replacement = plan.replaced_at.get(offset)
             out = replacement if replacement is not None else line
-            if offset in by_offset:
+            if offset in plan.indexed:
                 new_offsets[offset] = new_size
             pending += [out, b"\n"]
             pending_size += len(out) + 1
@@ -241,18 +288,25 @@ def rewrite_entries(store: SessionStore, replacements: Mapping[str, Mapping[str,
         if pending:
             yield b"".join(pending)
 
-    if store._append is not None:
-        store._append.close()
-        store._append = None
-    atomic_write(store.path, lines_out(), mode=_file_mode(store.path))
+    atomic_write(plan.path, lines_out(), mode=plan.mode)
+    fd = open_regular(plan.path, os.O_RDONLY)
+    try:
+        seen = observe(fd, new_size, skip_first=plan.skip_first)
+    finally:
+        os.close(fd)
+    return Rewritten(new_offsets, new_size, seen)
+
+
+def take_rewrite(store: SessionStore, plan: RewritePlan, done: Rewritten) -> None:
+    """The store after ``write_rewrite`` (memory only, and a new descriptor to append)."""
     store._generation += 1
-    for old_offset, record in by_offset.items():
-        record.offset = new_offsets.get(old_offset, record.offset)
-    for entry_id, line in encoded.items():
+    for record in store._records:
+        record.offset = done.new_offsets.get(record.offset, record.offset)
+    for entry_id, line in plan.encoded.items():
         record = store._by_id[entry_id]
         record.length = len(line)
         record.utf8_state = 1
-    store._size = new_size
+    store._size = done.size
     store._needs_newline = False
     if store._read_fd is not None:
         os.close(store._read_fd)
@@ -260,8 +314,8 @@ def rewrite_entries(store: SessionStore, replacements: Mapping[str, Mapping[str,
     store._append = AppendFile(store.path)
     # Offsets of damaged lines moved: the next open scans and indexes afresh.
     store._ledger = None
-    store._follower.saw(store._reader(), store._size)
-    forget(store, encoded)
+    store._follower.take(done.seen)
+    forget(store, plan.encoded)
 
 
 def forget(store: SessionStore, entry_ids: Iterable[str]) -> None:
@@ -273,12 +327,12 @@ def forget(store: SessionStore, entry_ids: Iterable[str]) -> None:
     store._view.reset(list(store._view.path))
 
 
-def file_lines(store: SessionStore) -> Iterator[tuple[int, bytes | Iterator[bytes]]]:
+def file_lines(path: Path) -> Iterator[tuple[int, bytes | Iterator[bytes]]]:
     """Every line of the file with its offset (the first line's is 0), newline stripped.
 
     A line longer than ``MAX_LINE_BYTES`` comes as an iterator of its chunks, to be
     consumed before the next line; time is linear whatever the lines' lengths."""
-    fd = open_regular(store.path, os.O_RDONLY)
+    fd = open_regular(path, os.O_RDONLY)
     try:
         for offset, line, length in read_lines(fd, os.fstat(fd).st_size):
             if line is not None:

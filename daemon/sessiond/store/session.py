@@ -48,6 +48,7 @@ from sessiond.core.messages import AgentMessage, AssistantMessage
 from sessiond.core.title_slot import TitleSlot
 from sessiond.core.tokens import Estimator
 from sessiond.errors import (
+    BusyError,
     ConflictError,
     FileChangedError,
     InvalidEntryError,
@@ -151,6 +152,9 @@ class SessionStore:
         # were read for.
         self._generation = 0
         self._inline_follow_bytes: int | None = None
+        # While a rewrite of the file runs apart (in a worker thread), nothing may be
+        # appended: it would go to the file the rewrite replaces.
+        self.appends_held = False
         # The file as a scan would describe it (the lines read and written since
         # included): what the persistent index keeps at close. None when it cannot be
         # kept (not written yet, read through a migrated copy, rewritten since).
@@ -614,6 +618,12 @@ class SessionStore:
         this dialect).
         """
         self._check_writable()
+        if self.appends_held:
+            raise BusyError(
+                f"sessiond is rewriting {self.path}; try again in a moment",
+                reason="fileRewriting",
+                path=str(self.path),
+            )
         if self._persisted:
             following.before_append(self)
         if not isinstance(expected_leaf_id, _Unset) and expected_leaf_id != self.leaf_id:
