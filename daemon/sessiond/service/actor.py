@@ -144,11 +144,7 @@ class SessionActor:
         a line a crashed writer left unfinished, so that an append can go after it)."""
         async with self._gate.held():
             await self._catch_up(repair=repair)
-            if self._closed:
-                raise NotFoundError(
-                    f"Session {self.session_id} is not open (open it with session/open)",
-                    sessionId=self.session_id,
-                )
+            self._check_open()
             return work(self)
 
     @property
@@ -163,11 +159,7 @@ class SessionActor:
         wait behind it, so that nothing rereads the file under it."""
         async with self._gate.held():
             await self._catch_up()
-            if self._closed:
-                raise NotFoundError(
-                    f"Session {self.session_id} is not open (open it with session/open)",
-                    sessionId=self.session_id,
-                )
+            self._check_open()
             job = prepare(self)
             return await in_worker(job)
 
@@ -178,16 +170,19 @@ class SessionActor:
         the rewrite replaces."""
         async with self._gate.held():
             await self._catch_up()
-            if self._closed:
-                raise NotFoundError(
-                    f"Session {self.session_id} is not open (open it with session/open)",
-                    sessionId=self.session_id,
-                )
+            self._check_open()
             self.store.appends_held = True
             try:
                 return await work()
             finally:
                 self.store.appends_held = False
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise NotFoundError(
+                f"Session {self.session_id} is not open (open it with session/open)",
+                sessionId=self.session_id,
+            )
 
     async def catch_up(self) -> None:
         """Read what other programs changed in the file (in a worker thread), tell the

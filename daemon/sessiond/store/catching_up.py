@@ -99,15 +99,22 @@ def read_changes(plan: ChangePlan) -> Changes:
 
 
 def _read_grown(plan: ChangePlan, fd: int) -> Grown | None:
-    status = os.fstat(fd)
-    if status.st_size < plan.start:
+    size = os.fstat(fd).st_size
+    if size < plan.start:
         return None  # shrunk since the look: read it again whole
-    budget = MemoryBudget(plan.path, status.st_size, known=plan.held)
+    return read_grown(plan, fd, size)
+
+
+def read_grown(plan: ChangePlan, fd: int, end: int) -> Grown:
+    """The complete lines between ``plan.start`` and ``end`` of the file open on ``fd``,
+    scanned, with what taking them needs read too (labels' and names' lines, second
+    headers' line numbers, the title line after a rename)."""
+    budget = MemoryBudget(plan.path, end, known=plan.held)
     found = scan_appended(
         plan.path,
         plan.header,
         plan.start,
-        (chunk for _, chunk in read_chunks(fd, plan.start, status.st_size)),
+        (chunk for _, chunk in read_chunks(fd, plan.start, end)),
         budget,
     )
     second_headers = prepare_lines(found.records, found.eager_lines, fd)

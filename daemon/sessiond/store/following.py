@@ -24,7 +24,6 @@ from sessiond.core.entries import CURRENT_SESSION_VERSION
 from sessiond.errors import BusyError, StorageError
 
 from . import index_file, title_line
-from .budget import MemoryBudget
 from .catching_up import (
     ChangePlan,
     Changes,
@@ -32,8 +31,8 @@ from .catching_up import (
     Reloaded,
     decode_eager,
     plan_for,
-    prepare_lines,
     read_changes,
+    read_grown,
 )
 from .follow import Observation, observe
 from .lines import read_chunks
@@ -41,7 +40,7 @@ from .opening import repair_torn_tail
 from .records import EntryRecord
 from .recovery import RecoveryReport, TornTail
 from .safe_files import open_regular
-from .scan import ScanResult, scan_appended
+from .scan import ScanResult
 
 if TYPE_CHECKING:
     from sessiond.core.entries import Entry, SessionHeader
@@ -266,8 +265,8 @@ def place_among_others(
     leaf_path = list(store._view.path)
     store._size = start
     if found > 0:
-        header = plan_for(store, "grew")
-        before = _read_before(store, header, start + found)
+        # Others' lines just before ours (at most the in-place limit of them, here).
+        before = read_grown(plan_for(store, "grew"), store._reader(), start + found)
         before_ours = _take_grown(store, before, observed=False)
         if before_ours is not None:
             store._unannounced.append(before_ours)
@@ -278,25 +277,6 @@ def place_among_others(
         record.offset = at
         at += len(line) + 1
     store._size = at
-
-
-def _read_before(store: SessionStore, header: ChangePlan, end: int) -> Grown:
-    """Others' lines between ``header.start`` and ``end`` (just before ours)."""
-    fd = store._reader()
-    budget = MemoryBudget(store.path, end, known=len(store._records))
-    found = scan_appended(
-        store.path,
-        header.header,
-        header.start,
-        (chunk for _, chunk in read_chunks(fd, header.start, end)),
-        budget,
-    )
-    headers = prepare_lines(found.records, found.eager_lines, fd)
-    found.records = [record for record in found.records if record.type != "session"]
-    renamed = any(record.type == "title_change" for record in found.records)
-    title = os.pread(fd, header.skip_first, 0) if renamed and header.skip_first else None
-    seen = observe(fd, found.end, skip_first=header.skip_first)
-    return Grown(found, headers, seen, header.header.line_count, title)
 
 
 def save_index(store: SessionStore) -> None:
