@@ -15,6 +15,8 @@ beside theirs). Against a real ``sessiond serve``:
 - A user's own file at ``<session>.pruned`` beside an oh-my-pi session (whose pruning
   archives the original outputs there) stops the pruning (``notOurs``) and is left as it
   is; an archive sessiond made is appended to.
+- ``sessiond import`` (without ``--force``) does not write over a file that appears at
+  its output while the transcript is read.
 """
 
 from __future__ import annotations
@@ -22,15 +24,19 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from sessiond.core.title_slot import serialize_title_slot
+from sessiond.errors import ConflictError
+from sessiond.store import transcripts
 from sessiond.store.session import SessionStore
 from tests.proof.support import FAST, RpcError, stdio_daemon, timeout_for
 from tests.proof.test_hostile_files import prunable_session
 from tests.store.helpers import assistant, user
+from tests.store.test_claude_code_import import Transcript
 
 pytestmark = pytest.mark.timeout(timeout_for(120, 300))
 
@@ -179,3 +185,22 @@ def test_a_users_file_at_an_oh_my_pi_sessions_archive_is_never_written(tmp_path:
     finally:
         daemon.stop()
     assert fingerprint(tmp_path / "kept-aside") == before
+
+
+def test_an_import_does_not_write_over_a_file_that_appears_at_its_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = Transcript().user("Hello there.").write(tmp_path / "t.jsonl")
+    target = tmp_path / "s.jsonl"
+    read_lines = transcripts.transcript_lines
+    planted: list[tuple[bytes, int, int]] = []
+
+    def lines_then_a_users_file(path: Path, **limits: int) -> Iterator[tuple[int, bytes]]:
+        yield from read_lines(path, **limits)
+        planted.append(plant(target, b"the user's notes, written meanwhile\n"))
+
+    monkeypatch.setattr(transcripts, "transcript_lines", lines_then_a_users_file)
+    with pytest.raises(ConflictError):
+        transcripts.import_claude_code(source, target)
+    assert planted and fingerprint(target) == planted[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.jsonl", "t.jsonl"]

@@ -128,7 +128,7 @@ def _replace_if_empty(temporary: Path, target: Path) -> None:
     if check_regular_or_absent(target) and os.stat(target, follow_symlinks=False).st_size > 0:
         raise ConflictError(
             f"{target} now holds a file sessiond did not write; the session was not written "
-            "over it (close this session and start one at another path)",
+            "over it (write it at another path)",
             path=str(target),
         )
     os.replace(temporary, target)
