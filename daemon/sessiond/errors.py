@@ -170,6 +170,24 @@ class StorageError(SessiondError):
     kind = "storage"
 
 
+class FileChangedError(SessiondError):
+    """A line the daemon indexed no longer holds its entry: another program changed the
+    file in place behind the daemon. The daemon reads the file again; retrying works.
+    ``details``: ``path``, ``entryId``, ``offset`` (of the line)."""
+
+    code = -32022
+    kind = "fileChanged"
+
+
+class LimitExceededError(SessiondError):
+    """A request asks for more than the daemon holds for one client or one answer, or a
+    file would take more memory than its size allows. ``details.limit`` names the limit,
+    ``details.maximum`` its value."""
+
+    code = -32021
+    kind = "limitExceeded"
+
+
 class InvalidEntryError(SessiondError):
     """An entry a client asked to append is not a valid entry of its type."""
 

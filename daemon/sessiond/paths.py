@@ -54,7 +54,10 @@ def encode_cwd(cwd: str) -> str:
 
 
 def session_dir_for(cwd: str, root: Path | None = None) -> Path:
-    return (root if root is not None else sessions_root()) / encode_cwd(cwd)
+    directory = (root if root is not None else sessions_root()) / encode_cwd(cwd)
+    # The cwd becomes a directory name: what the OS cannot take is the caller's mistake.
+    checked_path(str(directory), "cwd")
+    return directory
 
 
 def default_session_dir(cwd: str, configured_root: str | None) -> Path:
@@ -78,15 +81,49 @@ def check_session_id(session_id: str) -> str:
     return session_id
 
 
-def user_path(text: str, what: str) -> Path:
-    """``text`` with a leading ``~`` or ``~user`` expanded; an unknown user is the caller's
-    mistake, not the daemon's (pathlib raises RuntimeError for it)."""
+# What the OS takes as a path, in bytes (Linux's PATH_MAX and NAME_MAX).
+MAX_PATH_BYTES = 4096
+MAX_NAME_BYTES = 255
+
+
+def checked_path(text: str, what: str) -> str:
+    """``text`` if the OS can take it as a path; else ``invalidParams`` naming ``what``.
+
+    Every path a client names (and every directory name made from one, such as a cwd's)
+    goes through here before anything else looks at it: a NUL byte, a lone surrogate that
+    has no bytes on this system, or a path or name too long for the OS would otherwise
+    fail in whatever call first meets it (``realpath``, ``stat``, ``open``), each with an
+    exception of its own."""
+    shown = text if len(text) <= 200 else text[:200] + "..."
+    if "\x00" in text:
+        raise InvalidParamsError(f"{what}: the path contains a NUL byte", path=shown)
     try:
-        return Path(text).expanduser()
+        encoded = os.fsencode(text)
+    except UnicodeError:
+        raise InvalidParamsError(
+            f"{what}: the path has characters that cannot be a file name here "
+            "(a lone UTF-16 surrogate)",
+            path=shown.encode("utf-8", "backslashreplace").decode("utf-8"),
+        ) from None
+    if len(encoded) > MAX_PATH_BYTES or any(
+        len(name) > MAX_NAME_BYTES for name in encoded.split(b"/")
+    ):
+        raise InvalidParamsError(f"{what}: the path is too long for the OS", path=shown)
+    return text
+
+
+def user_path(text: str, what: str) -> Path:
+    """``text`` (checked by ``checked_path``) with a leading ``~`` or ``~user`` expanded; an
+    unknown user is the caller's mistake, not the daemon's (pathlib raises RuntimeError)."""
+    checked_path(text, what)
+    try:
+        path = Path(text).expanduser()
     except RuntimeError:
         raise InvalidParamsError(
             f"{what}: {text!r} names a home directory that does not exist on this machine"
         ) from None
+    checked_path(str(path), what)
+    return path
 
 
 def check_allowed(path: Path, roots: list[str] | None) -> Path:

@@ -13,6 +13,7 @@ or the pinned pi 1.6 install (``npm ci`` in tests/parity/pi16) is missing.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -299,7 +300,7 @@ def test_files_sessiond_wrote_open_in_pi16_with_the_context_sessiond_reported(
             ]
         )
         store.append_label(written[0].id, "checks")
-        plan = prune_tool_outputs(store, estimator("chars"))
+        plan = asyncio.run(prune_tool_outputs(store, estimator("chars")))
         assert len(plan.edit_ids) >= 1
         pruned_targets = {c.entry_id for c in plan.candidates}
         first_user = written[0].id

@@ -12,9 +12,10 @@ Against real ``sessiond serve`` processes and the CLI:
   and costs the daemon no file descriptor.
 - Pruning appends context edits to the session and opens nothing beside it: a symlink or
   a file others can write planted at ``<session>.pruned`` (the archive older sessiond
-  wrote) is left alone and the session only grows. A ``.lock`` that others can only read
-  is made 0600. oh-my-pi's files are pruned in place, their outputs archived in
-  ``.pruned`` first: a link planted there refuses the pruning, its target untouched.
+  wrote) is left alone and the session only grows. A ``.lock`` a stopped sessiond left that
+  others can only read is made 0600. oh-my-pi's files are pruned in place, their outputs
+  archived in ``.pruned`` first: a link planted there refuses the pruning, its target
+  untouched.
 - A FIFO as the session path: ``session/open``, ``session/new``, the read-only CLI commands
   answer at once, ``session/list`` skips it (and symlinks), another client is served
   meanwhile, and SIGTERM still stops the daemon.
@@ -30,6 +31,7 @@ Against real ``sessiond serve`` processes and the CLI:
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import stat
@@ -289,8 +291,10 @@ def test_a_lock_others_can_read_is_made_private_and_a_planted_archive_is_left_al
     archive.write_bytes(b"planted\n")
     archive.chmod(0o666)
     before = fingerprint(archive)
+    # a lock a stopped sessiond left, made readable by others since
     lock = session.with_name(session.name + ".lock")
-    lock.write_bytes(b"{}\n")
+    stale = {"pid": 1, "host": "h", "program": "sessiond 0.1.0", "since": "2026-01-01T00:00:00Z"}
+    lock.write_text(json.dumps(stale) + "\n")
     lock.chmod(0o644)
     daemon, peer = stdio_daemon(tmp_path / "d", FAST)
     try:

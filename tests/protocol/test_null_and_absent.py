@@ -228,8 +228,8 @@ def test_a_reviewed_summary_kept_over_a_hooks_compaction_is_told(
     entry = done["result"]["entry"]
     assert entry["summary"].startswith("Reviewed by the user.")
     problem = (
-        "go-client (connection 1): hooks/session_before_compact returned a compaction; "
-        "the reviewed summary was kept instead"
+        'client "go-client" (connection 1): hooks/session_before_compact returned a '
+        "compaction; the reviewed summary was kept instead"
     )
     assert entry["details"]["hookProblems"] == [problem]
     assert f"sessiond: hook answer ignored: {problem}" in peer.logged()

@@ -89,8 +89,16 @@ def code_server(tmp_path: Path, vsix: Path) -> Iterator[CodeServer]:
     env = private_env(tmp_path / "env")
     data = tmp_path / "code-data"
     extensions = tmp_path / "code-extensions"
-    (data / "User").mkdir(parents=True)
-    (data / "User" / "settings.json").write_text(json.dumps(WORKBENCH_SETTINGS, indent=2))
+    python = venv() / "bin" / "python"
+    # sessiond.command is machine-scoped (a workspace cannot name the program to run): it
+    # goes in the user's settings, and code-server's machine settings for good measure.
+    user = {
+        **WORKBENCH_SETTINGS,
+        "sessiond.command": [str(python), "-m", "sessiond", "serve", "--stdio"],
+    }
+    for scope in ("User", "Machine"):
+        (data / scope).mkdir(parents=True)
+        (data / scope / "settings.json").write_text(json.dumps(user, indent=2))
     common = ["--user-data-dir", str(data), "--extensions-dir", str(extensions)]
     installed = subprocess.run(
         [str(binary), *common, "--install-extension", str(vsix)],
@@ -105,11 +113,9 @@ def code_server(tmp_path: Path, vsix: Path) -> Iterator[CodeServer]:
 
     workspace = tmp_path / "project"
     (workspace / ".vscode").mkdir(parents=True)
-    python = venv() / "bin" / "python"
     (workspace / ".vscode" / "settings.json").write_text(
         json.dumps(
             {
-                "sessiond.command": [str(python), "-m", "sessiond", "serve", "--stdio"],
                 "sessiond.settings": {"compaction": {"keepRecentTokens": 1500}},
                 # The daemon's lock sidecar is no file to edit (README: the Explorer).
                 "files.exclude": {"**/*.jsonl.lock": True},

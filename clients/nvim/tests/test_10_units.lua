@@ -155,6 +155,47 @@ R.test('tree: show_all, custom markers, missing previews, several roots', functi
   R.eq(tree.lines(tree.items(cyclic)), { '  user', '▶ assistant' })
 end)
 
+R.test('text from a session is shown inert: tree lines, labels, status', function()
+  local text = require('sessiond.text')
+  -- An OSC 52 clipboard write, a screen clear, a forged second line, a C1 control, a
+  -- right-to-left override, an isolate.
+  local hostile = 'fix\27]52;c;cHduZWQ=\7 it\27[2J\nsessiond: re-enter your key\194\155x\226\128\174gnp\226\129\166'
+  R.eq(
+    text.inert(hostile),
+    'fix\\x1b]52;c;cHduZWQ=\\x07 it\\x1b[2J\\nsessiond: re-enter your key\\x9bx\\u202egnp\\u2066'
+  )
+  R.eq(text.inert('plain ünïcode — ok'), 'plain ünïcode — ok')
+  local t = {
+    nodes = {
+      {
+        id = 'u1',
+        parentId = vim.NIL,
+        type = 'message',
+        role = 'user',
+        preview = 'user: ' .. hostile,
+        label = 'lbl\n\27[31m',
+        children = {},
+        active = true,
+      },
+    },
+    rootIds = { 'u1' },
+    leafId = 'u1',
+  }
+  local items = tree.items(t)
+  for _, line in ipairs(tree.lines(items)) do
+    R.eq(line:find('[%z\1-\31\127]'), nil, 'no control character in ' .. line)
+  end
+  -- nvim_buf_set_lines refuses a line with a newline: the lines go into a buffer as they are.
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, tree.lines(items))
+  vim.api.nvim_buf_delete(buf, { force = true })
+  status.opened({ sessionId = 'hostile', path = '/s/x\27[2J.jsonl', name = hostile, entryCount = 1 })
+  for _, line in ipairs(status.describe(nil, 'hostile')) do
+    R.eq(line:find('[%z\1-\31\127]'), nil, 'no control character in ' .. line)
+  end
+  status.forget('hostile')
+end)
+
 R.test('tree: a long chain does not recurse', function()
   local nodes, n = {}, 20000
   for i = 1, n do

@@ -128,6 +128,31 @@ R.test('a missing daemon command or socket is reported, not raised', function()
   R.match(err2.message, 'no sessiond socket at .*nobody%.sock')
 end)
 
+R.test('a stream that is not JSON-RPC fails the waiting requests at once', function()
+  -- A peer on a socket that answers anything with a body that is not JSON.
+  local socket = H.path('run/broken.sock')
+  vim.fn.mkdir(H.path('run'), 'p')
+  local server = vim.uv.new_pipe(false)
+  server:bind(socket)
+  server:listen(4, function()
+    local stream = vim.uv.new_pipe(false)
+    server:accept(stream)
+    stream:read_start(function(_, data)
+      if data then
+        local body = '{"id":1,"re'
+        stream:write(('Content-Length: %d\r\n\r\n%s'):format(#body, body))
+      end
+    end)
+  end)
+  local broken = client_mod.new({ socket = socket, start_timeout_ms = 60000 })
+  local started = vim.uv.hrtime()
+  local _, err = broken:request_sync('session/list', { sessionDir = H.tmp }, 30000)
+  R.ok(err ~= nil, 'the request was answered with an error')
+  R.ok((vim.uv.hrtime() - started) / 1e9 < 20, 'well before the start timeout')
+  R.eq(broken.state, 'stopped')
+  server:close()
+end)
+
 R.test('a daemon that dies is noticed, and the next command starts a new one', function()
   local client = sessiond.get_client()
   R.ok(client:is_running())

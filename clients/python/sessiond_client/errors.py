@@ -184,6 +184,23 @@ class NotAllowedError(SessiondClientError):
     default_code = -32019
 
 
+class LimitExceededError(SessiondClientError):
+    """The request asks for more than the daemon holds for one client or one answer (too
+    many open sessions, an answer too large), or a file would take too much memory to
+    open; ``details["limit"]`` names the limit, ``details["maximum"]`` its value."""
+
+    kind = "limitExceeded"
+    default_code = -32021
+
+
+class FileChangedError(SessiondClientError):
+    """A line another program changed behind the daemon; the daemon reads the file again,
+    so retrying works. ``details``: ``path``, ``entryId``, ``offset``."""
+
+    kind = "fileChanged"
+    default_code = -32022
+
+
 _DAEMON_ERRORS: tuple[type[SessiondClientError], ...] = (
     ParseError,
     InvalidRequestError,
@@ -205,6 +222,8 @@ _DAEMON_ERRORS: tuple[type[SessiondClientError], ...] = (
     InvalidSessionFileError,
     StorageError,
     NotAllowedError,
+    LimitExceededError,
+    FileChangedError,
 )
 ERRORS_BY_KIND: dict[str, type[SessiondClientError]] = {cls.kind: cls for cls in _DAEMON_ERRORS}
 # Codes are shared by a few kinds (-32602); the first class listed is the code's own.

@@ -360,6 +360,12 @@ export class SessiondClient extends SessionMethods implements Disposable {
         typeof answer === "string" ? { text: answer } : answer
       ) satisfies ServerRequests["llm/complete"]["result"];
     });
+    // A body that is not JSON-RPC leaves the stream untrustworthy (the daemon never sends
+    // one): close, so that the requests waiting fail now instead of never settling.
+    connection.onError(([error]) => {
+      this.closeReason ??= `the daemon sent a message that could not be read (${error.message})`;
+      this.teardown(this.closeReason, false);
+    });
     // The stream usually ends a moment before the process is reaped; waiting briefly for
     // the exit lets the pending requests' errors say how the daemon died.
     connection.onClose(() => {

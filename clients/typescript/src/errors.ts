@@ -25,6 +25,8 @@ export type ErrorKind =
   | "invalidSessionFile"
   | "storage"
   | "notAllowed"
+  | "limitExceeded"
+  | "fileChanged"
   | "internal"
   | "disconnected"
   | (string & {});
@@ -52,6 +54,8 @@ export const ErrorCode = {
   InvalidSessionFile: -32017,
   Storage: -32018,
   NotAllowed: -32019,
+  LimitExceeded: -32021,
+  FileChanged: -32022,
   /** Client side: the connection closed before the answer came. */
   Disconnected: -32099,
 } as const;

@@ -1,5 +1,6 @@
 // Unix socket and TCP transports, several clients, and the lifecycle around the process.
 import assert from "node:assert/strict";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { SessiondClient, isSessiondError } from "@sessiond/client";
@@ -155,6 +156,30 @@ describe("the daemon process", () => {
       assert.equal(client.isClosed, true);
     } finally {
       await client.dispose();
+      box.cleanup();
+    }
+  });
+});
+
+describe("a stream that is not JSON-RPC", () => {
+  it("fails the waiting requests at once instead of leaving them unsettled", async () => {
+    const box = createSandbox();
+    const socket = join(box.dir, "broken.sock");
+    // A peer that answers anything with a body that is not JSON.
+    const body = '{"id":1,"re';
+    const server = createServer((stream) => {
+      stream.once("data", () => stream.write(`Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`));
+    });
+    await new Promise<void>((resolve) => server.listen(socket, resolve));
+    const client = await new SessiondClient().connect({ socket });
+    try {
+      const error = await client.initialize().catch((e: unknown) => e);
+      assert.ok(isSessiondError(error, "disconnected"), String(error));
+      assert.match(error.message, /could not be read/);
+      assert.equal(client.isClosed, true);
+    } finally {
+      await client.dispose();
+      server.close();
       box.cleanup();
     }
   });

@@ -1,6 +1,7 @@
 import * as vscode from "vscode";
 import { needsRestart } from "./core/config.js";
 import { SessionController } from "./core/controller.js";
+import { inert } from "./core/text.js";
 import type { NavigateMode } from "./core/flows.js";
 import type { TreeItemModel } from "./core/treeModel.js";
 import { vscodeChatModels } from "./vscode/chatModel.js";
@@ -24,7 +25,7 @@ export function activate(context: vscode.ExtensionContext): void {
   controller = current;
   const fail = (error: unknown) => {
     output.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
-    void vscode.window.showErrorMessage(`sessiond: ${error instanceof Error ? error.message : String(error)}`);
+    void vscode.window.showErrorMessage(`sessiond: ${inert(error instanceof Error ? error.message : String(error))}`);
   };
   const tree = new SessionTreeProvider(current, fail);
   const view = vscode.window.createTreeView("sessiond.sessionTree", { treeDataProvider: tree, showCollapseAll: true });
@@ -64,7 +65,8 @@ export function activate(context: vscode.ExtensionContext): void {
     createStatusBar(current),
     current.onDidChangeSession((session) => {
       void vscode.commands.executeCommand("setContext", "sessiond.hasSession", session !== undefined);
-      view.description = session?.name ?? (session ? session.path.split(/[\\/]/).pop() : undefined);
+      const shown = session?.name ?? (session ? session.path.split(/[\\/]/).pop() : undefined);
+      view.description = shown !== undefined ? inert(shown) : undefined;
     }),
     command("sessiond.openSession", async (uri?: vscode.Uri) => {
       const opened = await current.pickAndOpen(vscodeUi, uri?.fsPath);

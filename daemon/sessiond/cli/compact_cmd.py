@@ -10,10 +10,17 @@ from typing import Any
 import msgspec
 
 from sessiond.core.describe import shorten
+from sessiond.core.inert import inert
 from sessiond.core.preparation import CompactionPreparation, NotCompactable
 from sessiond.store.session import SessionStore
 
-from .common import add_settings_arguments, effective_settings, plural, write_json
+from .common import (
+    add_settings_arguments,
+    effective_settings,
+    plural,
+    write_control,
+    write_json,
+)
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -91,12 +98,8 @@ async def _compact(compactor: Any, settings: Any, instructions: str | None) -> A
 
     def progress(update: Progress) -> None:
         if interactive:
-            print(
-                f"\rsummarizing with {update.model}: {update.chars:,} characters",
-                end="",
-                file=sys.stderr,
-                flush=True,
-            )
+            line = f"summarizing with {update.model}: {update.chars:,} characters"
+            write_control("\r" + inert(line), sys.stderr)
 
     if interactive:
         print("compacting...", end="", file=sys.stderr, flush=True)
@@ -107,7 +110,7 @@ async def _compact(compactor: Any, settings: Any, instructions: str | None) -> A
         )
     finally:
         if interactive:
-            print("\r\x1b[K", end="", file=sys.stderr, flush=True)
+            write_control("\r\x1b[K", sys.stderr)
 
 
 def print_plan(preparation: CompactionPreparation) -> None:

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .common import write_control
 from .render import PictureNode, picture
 
 _SAMPLE_NAME = "sample-session.jsonl"
@@ -78,7 +79,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _heading(text: str) -> None:
-    print(f"\n\x1b[1m== {text}\x1b[0m" if sys.stdout.isatty() else f"\n== {text}")
+    if sys.stdout.isatty():
+        write_control(f"\n\x1b[1m== {text}\x1b[0m\n", sys.stdout)
+    else:
+        print(f"\n== {text}")
 
 
 def _tree(result: Any, width: int = 70) -> list[str]:

@@ -23,7 +23,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     # The daemon's trusted settings: endpoints, keys and headers come from here (or the
     # settings file), never from a client.
     add_settings_arguments(parser)
-    parser.set_defaults(handler=run)
+    # Its stdout is the protocol (stdio) and its stderr the log, which is made inert line
+    # by line (server.logs): nothing to wrap.
+    parser.set_defaults(handler=run, raw_output=True)
 
 
 def run(args: argparse.Namespace) -> int:

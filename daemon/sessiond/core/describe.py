@@ -20,6 +20,7 @@ from sessiond.core.entries import (
     UsageEntry,
     entry_type,
 )
+from sessiond.core.inert import inert
 from sessiond.core.messages import (
     AnyMessage,
     AssistantMessage,
@@ -38,11 +39,17 @@ from sessiond.core.messages import (
 
 
 def shorten(text: str, width: int = 72) -> str:
-    flat = " ".join(text.split())
+    """One line of at most ``width`` characters, inert (``inert``): previews quote files."""
+    flat = inert(" ".join(text.split()))
     return flat if len(flat) <= width else flat[: width - 1] + "\u2026"
 
 
 def describe_message(message: AnyMessage, width: int = 72) -> str:
+    """A one-line description of a message, inert (see ``describe_entry``)."""
+    return inert(_describe_message(message, width))
+
+
+def _describe_message(message: AnyMessage, width: int) -> str:
     """``role: preview`` for one message."""
     if isinstance(message, UserMessage):
         return f"user: {shorten(text_of_blocks(message.content), width)}"
@@ -91,8 +98,14 @@ def _call(call: ToolCall) -> str:
 
 
 def describe_entry(entry: Entry, width: int = 72) -> str:
+    """A one-line description of an entry (a tree row's preview), inert: every field of it
+    comes from the file."""
+    return inert(_describe(entry, width))
+
+
+def _describe(entry: Entry, width: int) -> str:
     if isinstance(entry, MessageEntry):
-        return describe_message(entry.message, width)
+        return _describe_message(entry.message, width)
     if isinstance(entry, CompactionEntry):
         return f"compaction ({entry.tokens_before:,} tokens before): {shorten(entry.summary, 48)}"
     if isinstance(entry, BranchSummaryEntry):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from sessiond.core.inert import quoted
 from sessiond.errors import REQUEST_CANCELLED, CancelledError
 from sessiond.llm.base import CompletionRequest
 from sessiond.llm.client import ClientComplete
@@ -20,17 +22,34 @@ _log = logging.getLogger(__name__)
 LLM_COMPLETE_TIMEOUT_SECONDS = 600.0
 
 
+# How much of the name a client gives itself (``clientInfo.name``) is kept.
+MAX_CLIENT_NAME = 100
+# File jobs (opens, listings, forks) of one client in worker threads at once; its
+# others wait their turn, so that one client cannot keep every worker busy.
+FILE_JOBS_PER_CLIENT = 2
+
+
 @dataclass
 class ClientState:
     connection: Connection
+    # The client's own words (``clientInfo.name``, cut to ``MAX_CLIENT_NAME``): shown
+    # only quoted, through ``label``.
     name: str = "client"
     capabilities: ClientCapabilities = field(default_factory=ClientCapabilities)
     overrides: dict[str, Any] = field(default_factory=dict)
     initialized: bool = False
+    file_jobs: asyncio.Semaphore = field(
+        default_factory=lambda: asyncio.Semaphore(FILE_JOBS_PER_CLIENT)
+    )
 
     @property
     def id(self) -> int:
         return self.connection.id
+
+    @property
+    def label(self) -> str:
+        """How logs and messages name the client: its name quoted, its connection."""
+        return f"client {quoted(self.name, 60)} (connection {self.id})"
 
     def wants(self, notification: str) -> bool:
         return notification not in self.capabilities.opt_out_notifications
@@ -112,7 +131,7 @@ class Clients:
                     raise CancelledError("the client cancelled the summary") from None
                 raise
             except ClientRequestFailed as exc:
-                _log.warning("llm/complete through %s failed: %s", chosen.name, exc)
+                _log.warning("llm/complete through %s failed: %s", chosen.label, exc)
                 raise
             return result.text
 

@@ -9,10 +9,10 @@ import msgspec
 
 from sessiond.core.preparation import CompactionPreparation, NotCompactable
 from sessiond.server import RequestContext
+from sessiond.service.actor import SessionActor
 from sessiond.service.compactor import Compactor, prepare, raise_not_compactable
 from sessiond.service.events import CompactionEnded, CompactionStarted
 from sessiond.service.runs import CompactionEvent, run_compaction
-from sessiond.service.sessions import SessionActor
 from sessiond.service.turns import end_of_turn
 
 from .daemon import Daemon
@@ -65,7 +65,11 @@ def register(daemon: Daemon) -> None:
 
     @router.request("compaction/prepare", PrepareCompactionParams)
     def prepare_(ctx: RequestContext, params: PrepareCompactionParams) -> CompactionPreparationWire:
-        actor = daemon.actor(params.session_id)
+        return daemon.on_session(params.session_id, lambda actor: _prepare(ctx, actor, params))
+
+    def _prepare(
+        ctx: RequestContext, actor: SessionActor, params: PrepareCompactionParams
+    ) -> CompactionPreparationWire:
         settings = daemon.settings(ctx, actor, params.settings)
         preparation = prepare(actor.store, settings.compaction, actor.estimator(settings))
         if isinstance(preparation, NotCompactable):
@@ -75,7 +79,7 @@ def register(daemon: Daemon) -> None:
 
     @router.request("compaction/run", RunCompactionParams)
     async def run(ctx: RequestContext, params: RunCompactionParams) -> RunCompactionResult:
-        actor = daemon.actor(params.session_id)
+        actor = await daemon.ready(params.session_id)
         settings = daemon.settings(ctx, actor, params.settings)
         summaries = daemon.summaries(ctx, actor, settings, "manual", "Compacting the session")
         compactor = Compactor(
@@ -118,7 +122,7 @@ def register(daemon: Daemon) -> None:
 
     @router.request("agent/turnEnded", TurnEndedParams)
     async def turn_ended(ctx: RequestContext, params: TurnEndedParams) -> TurnEndedResult:
-        actor = daemon.actor(params.session_id)
+        actor = await daemon.ready(params.session_id)
         settings = daemon.settings(ctx, actor)
         estimator = actor.estimator(settings)
         window = params.context_window or settings.context.default_context_window
@@ -154,6 +158,7 @@ def register(daemon: Daemon) -> None:
             compact=compact,
             emit_ended=lambda event: publish_event(actor, event),
             now_ms=int(time.time() * 1000),
+            exclusive=actor.exclusive,
         )
         if check.pruned is not None and not check.pruned.empty:
             # pi's files: appended edits; oh-my-pi's: the file rewritten in place

@@ -7,6 +7,7 @@ import msgspec
 from sessiond.core.context import UNSET
 from sessiond.core.tool_pairs import orphaned_tool_messages
 from sessiond.server import RequestContext
+from sessiond.service.actor import SessionActor
 from sessiond.store.export import llm_messages, messages_json
 
 from .daemon import Daemon
@@ -18,7 +19,18 @@ def register(daemon: Daemon) -> None:
 
     @router.request("context/build", BuildContextParams)
     def build(ctx: RequestContext, params: BuildContextParams) -> BuildContextResult:
-        actor = daemon.actor(params.session_id)
+        return daemon.on_session(params.session_id, lambda actor: _build(ctx, actor, params))
+
+    @router.request("context/usage", ContextUsageParams)
+    def usage(ctx: RequestContext, params: ContextUsageParams) -> Usage:
+        return daemon.on_session(
+            params.session_id,
+            lambda actor: daemon.usage(actor, daemon.settings(ctx, actor), params.context_window),
+        )
+
+    def _build(
+        ctx: RequestContext, actor: SessionActor, params: BuildContextParams
+    ) -> BuildContextResult:
         store = actor.store
         if params.leaf_id is not None:
             store.record(params.leaf_id)  # an unknown id is an error, not pi's silent fallback
@@ -41,8 +53,3 @@ def register(daemon: Daemon) -> None:
                 [exported.entry_id for exported in converted],
             ),
         )
-
-    @router.request("context/usage", ContextUsageParams)
-    def usage(ctx: RequestContext, params: ContextUsageParams) -> Usage:
-        actor = daemon.actor(params.session_id)
-        return daemon.usage(actor, daemon.settings(ctx, actor), params.context_window)

@@ -14,7 +14,8 @@ import json
 import logging
 import os
 import time
-from typing import Any, Literal, get_args
+from collections.abc import Callable
+from typing import Any, Final, Literal, TypeVar, get_args
 
 from sessiond._version import __version__
 from sessiond.core.tokens import resolve_threshold_tokens, should_compact
@@ -22,6 +23,7 @@ from sessiond.errors import InvalidParamsError
 from sessiond.llm.base import Progress
 from sessiond.redaction import remember
 from sessiond.server import (
+    AnswerLater,
     Connection,
     MessageType,
     RequestContext,
@@ -30,7 +32,9 @@ from sessiond.server import (
     WorkDoneEnd,
     WorkDoneReport,
 )
-from sessiond.service.sessions import SessionActor, SessionRegistry
+from sessiond.server.limits import DEFAULT_MAX_CONNECTIONS, FD_RESERVE_MIN, open_file_limit
+from sessiond.service.actor import SessionActor
+from sessiond.service.sessions import SessionLimits, SessionRegistry
 from sessiond.service.summaries import SummaryContext
 from sessiond.settings import (
     LayerCache,
@@ -40,9 +44,9 @@ from sessiond.settings import (
     settings_to_builtins,
 )
 from sessiond.settings_trust import configured_secrets
-from sessiond.store.following import Followed
+from sessiond.store.following import CatchUpNeeded, Followed
 
-from .clients import Clients, ClientState
+from .clients import MAX_CLIENT_NAME, Clients, ClientState
 from .hooks import ClientHooks
 from .types import (
     PROTOCOL_VERSION,
@@ -58,6 +62,9 @@ from .types import (
 )
 
 _log = logging.getLogger(__name__)
+R = TypeVar("R")
+# A request that meets others' changes this many times running gets ``busy``.
+_CATCH_UP_TRIES: Final = 3
 HOOK_NAMES = list(get_args(HookName))
 NOTIFICATIONS = [
     "session/changed",
@@ -110,6 +117,7 @@ class Daemon:
             publish=self.clients.publish,
             hooks=self._hooks_for,
             on_followed=self._followed,
+            limits=SessionLimits.fitted(open_file_limit(), DEFAULT_MAX_CONNECTIONS, FD_RESERVE_MIN),
         )
         self.router = Router()
 
@@ -148,7 +156,7 @@ class Daemon:
 
     def initialize(self, ctx: RequestContext, params: InitializeParams) -> InitializeResult:
         state = self.client(ctx)
-        state.name = (params.client_info or ClientInfo(name="client")).name
+        state.name = (params.client_info or ClientInfo(name="client")).name[:MAX_CLIENT_NAME]
         warnings = list(self.settings_warnings)
         # A client built for a later daemon may name hooks this one does not have: they are
         # ignored, as unknown settings are, so that the client can still connect.
@@ -194,7 +202,42 @@ class Daemon:
     # -- what handlers share
 
     def actor(self, session_id: str) -> SessionActor:
+        """The open session as it is (for what does not read its file: settings, aborts)."""
         return self.sessions.get(session_id)
+
+    def on_session(self, session_id: str, work: Callable[[SessionActor], R]) -> R:
+        """``work(actor)`` on the open session, up to date with its file: at once when
+        nothing changed and nothing waits (the common case, answered inline); else
+        ``AnswerLater``, whose coroutine runs it once a worker thread has read the
+        changes (see ``service.actor``), in the order the session's requests came."""
+        actor = self.sessions.get(session_id)
+        if actor.ready_now():
+            try:
+                return work(actor)
+            except CatchUpNeeded as needed:
+                raise AnswerLater(self._when_caught_up(actor, work, needed.repair)) from None
+        raise AnswerLater(self._when_caught_up(actor, work, False))
+
+    async def ready(self, session_id: str) -> SessionActor:
+        """The open session, up to date with its file (for handlers that wait anyway)."""
+        actor = self.sessions.get(session_id)
+        if actor.ready_now():
+            return actor
+        return await actor.use(lambda ready: ready)
+
+    async def _when_caught_up(
+        self, actor: SessionActor, work: Callable[[SessionActor], R], repair: bool
+    ) -> R:
+        for _ in range(_CATCH_UP_TRIES - 1):
+            try:
+                return await actor.use(work, repair=repair)
+            except CatchUpNeeded as needed:
+                if actor.follow_error is not None:
+                    # The changes cannot be read (the file became a link, say): that is
+                    # why this cannot be done, not that it should be tried again.
+                    raise actor.follow_error from None
+                repair = needed.repair  # others wrote again meanwhile
+        return await actor.use(work, repair=repair)
 
     def settings(
         self,

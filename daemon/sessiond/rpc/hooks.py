@@ -20,6 +20,7 @@ from sessiond.core.entries import BranchSummaryEntry, CompactionEntry
 from sessiond.core.messages import AnyMessage
 from sessiond.core.preparation import CompactionPreparation
 from sessiond.server import ClientRequestFailed, ClientRequestTimeout, MessageType
+from sessiond.service.actor import SessionActor
 from sessiond.service.hooks import (
     BeforeCompactAnswer,
     BeforeTreeAnswer,
@@ -29,7 +30,6 @@ from sessiond.service.hooks import (
     SuppliedCompaction,
     TreePreparation,
 )
-from sessiond.service.sessions import SessionActor
 from sessiond.store.export import message_json
 from sessiond.store.session import SessionStore
 
@@ -129,11 +129,9 @@ class ClientHooks:
             )
             return answer
         except ClientRequestTimeout:
-            problem = (
-                f"{client.name} (connection {client.id}): {method} timed out after {timeout:g} s"
-            )
+            problem = f"{client.label}: {method} timed out after {timeout:g} s"
         except ClientRequestFailed as exc:
-            problem = f"{client.name} (connection {client.id}): {method} failed: {exc}"
+            problem = f"{client.label}: {method} failed: {exc}"
         problems.append(problem)
         self.answer_ignored(problem)
         return None
@@ -180,7 +178,7 @@ class ClientHooks:
                     details=compaction.details,
                     short_summary=compaction.short_summary,
                     preserve_data=compaction.preserve_data,
-                    supplied_by=f"{client.name} (connection {client.id})",
+                    supplied_by=client.label,
                 )
                 if compaction is not None
                 else None,

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
 
-from sessiond.errors import ConflictError, InvalidParamsError, NotAllowedError
+from sessiond.core.entries import Entry
+from sessiond.errors import (
+    ConflictError,
+    InvalidParamsError,
+    LimitExceededError,
+    NotAllowedError,
+)
 from sessiond.paths import check_allowed, default_session_dir, user_path
 from sessiond.server import RequestContext
-from sessiond.service.forking import fork_at_user_message, user_messages_for_forking
+from sessiond.service.actor import SessionActor
+from sessiond.service.forking import fork_job, user_messages_for_forking
+from sessiond.service.workers import in_worker
 from sessiond.store.listing import list_sessions
+from sessiond.store.records import EntryRecord
 from sessiond.store.session import SessionStore
 
 from .daemon import Daemon
@@ -50,6 +59,21 @@ def _path(text: str, what: str, roots: list[str] | None = None) -> Path:
     if not text:
         raise InvalidParamsError(f"{what} must not be empty")
     return check_allowed(user_path(text, what).absolute(), roots)
+
+
+def _check_answer_size(store: SessionStore, records: list[EntryRecord]) -> None:
+    """An answer holds at most as many bytes of entries as the session itself: an id named
+    many times over a big entry must not make an answer (and a daemon) out of proportion
+    to what the session holds."""
+    asked = sum(record.length for record in records)
+    if asked > store.byte_size:
+        raise LimitExceededError(
+            f"session/entries: these {len(records)} ids name {asked} bytes of entries, more "
+            f"than the session's {store.byte_size} (an id named again counts again); ask "
+            "for fewer",
+            limit="answerBytes",
+            maximum=store.byte_size,
+        )
 
 
 def register(daemon: Daemon) -> None:
@@ -105,10 +129,13 @@ def register(daemon: Daemon) -> None:
     @router.request("session/open", OpenSessionParams)
     async def open_(ctx: RequestContext, params: OpenSessionParams) -> OpenSessionResult:
         storage = daemon.settings(ctx).storage
-        # The file is read in a worker thread: other clients are served meanwhile.
-        actor, opened = await daemon.sessions.open(
-            _path(params.path, "path", storage.allowed_roots), ctx.connection.id, storage
-        )
+        path = _path(params.path, "path", storage.allowed_roots)
+        # The file is read in a worker thread: other clients are served meanwhile (a
+        # client's own opens and listings, a few at a time).
+        async with daemon.client(ctx).file_jobs:
+            actor, opened = await daemon.sessions.open(path, ctx.connection.id, storage)
+        if not actor.ready_now():
+            await actor.catch_up()  # joined an open session another program wrote to
         store = actor.store
         recovery = None if store.recovery.clean else store.recovery
         if opened and recovery is not None:
@@ -143,7 +170,8 @@ def register(daemon: Daemon) -> None:
             raise InvalidParamsError("session/list needs cwd or sessionDir")
         check_allowed(directory, roots)
         # Every file of the directory is scanned: in a worker thread, as for session/open.
-        return ListSessionsResult(sessions=await asyncio.to_thread(list_sessions, directory))
+        async with daemon.client(ctx).file_jobs:
+            return ListSessionsResult(sessions=await in_worker(list_sessions, directory))
 
     @router.request("session/close", SessionRef)
     def close(ctx: RequestContext, params: SessionRef) -> CloseResult:
@@ -152,87 +180,116 @@ def register(daemon: Daemon) -> None:
 
     @router.request("session/append", AppendParams)
     def append(ctx: RequestContext, params: AppendParams) -> AppendResult:
-        actor = daemon.actor(params.session_id)
-        expected = params.expected_leaf_id
-        entries = (
-            actor.store.append_entries(params.entries)
-            if expected is None
-            else actor.store.append_entries(
-                params.entries, expected_leaf_id=None if expected == NO_LEAF else expected
+        def work(actor: SessionActor) -> AppendResult:
+            expected = params.expected_leaf_id
+            entries = (
+                actor.store.append_entries(params.entries)
+                if expected is None
+                else actor.store.append_entries(
+                    params.entries, expected_leaf_id=None if expected == NO_LEAF else expected
+                )
             )
-        )
-        actor.appended(entries)
-        ids = [entry.id for entry in entries]
-        if ids:
-            daemon.changed(actor, "append", ids)
-        return AppendResult(
-            ids=ids,
-            leaf_id=actor.store.leaf_id,
-            usage=daemon.usage(actor, daemon.settings(ctx, actor), None),
-        )
+            actor.appended(entries)
+            ids = [entry.id for entry in entries]
+            if ids:
+                daemon.changed(actor, "append", ids)
+            return AppendResult(
+                ids=ids,
+                leaf_id=actor.store.leaf_id,
+                usage=daemon.usage(actor, daemon.settings(ctx, actor), None),
+            )
+
+        return daemon.on_session(params.session_id, work)
 
     @router.request("session/entries", EntriesParams)
     def entries(ctx: RequestContext, params: EntriesParams) -> EntriesResult:
-        store = daemon.actor(params.session_id).store
-        if params.ids is not None:
-            records = [store.record(entry_id) for entry_id in params.ids]
-        else:
-            if params.offset < 0 or (params.limit is not None and params.limit < 0):
-                raise InvalidParamsError("offset and limit must not be negative")
-            end = None if params.limit is None else params.offset + params.limit
-            records = list(store.records()[params.offset : end])
-        return EntriesResult(
-            entries=[msgspec.Raw(store.raw_line(r)) for r in records], total=store.entry_count
-        )
+        def work(actor: SessionActor) -> EntriesResult:
+            store = actor.store
+            if params.ids is not None:
+                records = [store.record(entry_id) for entry_id in params.ids]
+                _check_answer_size(store, records)
+            else:
+                if params.offset < 0 or (params.limit is not None and params.limit < 0):
+                    raise InvalidParamsError("offset and limit must not be negative")
+                end = None if params.limit is None else params.offset + params.limit
+                records = list(store.records()[params.offset : end])
+            return EntriesResult(
+                entries=[msgspec.Raw(store.raw_line(r)) for r in records], total=store.entry_count
+            )
+
+        return daemon.on_session(params.session_id, work)
 
     @router.request("session/entry", EntryParams)
     def entry(ctx: RequestContext, params: EntryParams) -> EntryResult:
-        store = daemon.actor(params.session_id).store
-        return EntryResult(entry=msgspec.Raw(store.raw_line(store.record(params.entry_id))))
+        def work(actor: SessionActor) -> EntryResult:
+            store = actor.store
+            return EntryResult(entry=msgspec.Raw(store.raw_line(store.record(params.entry_id))))
+
+        return daemon.on_session(params.session_id, work)
 
     @router.request("session/path", PathParams)
     def path(ctx: RequestContext, params: PathParams) -> PathResult:
-        store = daemon.actor(params.session_id).store
-        records = store.path_records(params.from_id)
-        return PathResult(entries=[msgspec.Raw(store.raw_line(r)) for r in records])
+        def work(actor: SessionActor) -> PathResult:
+            store = actor.store
+            records = store.path_records(params.from_id)
+            return PathResult(entries=[msgspec.Raw(store.raw_line(r)) for r in records])
+
+        return daemon.on_session(params.session_id, work)
 
     @router.request("session/tree", TreeParams)
     def tree(ctx: RequestContext, params: TreeParams) -> TreeResult:
-        return tree_result(daemon.actor(params.session_id).store, previews=params.previews)
+        return daemon.on_session(
+            params.session_id, lambda actor: tree_result(actor.store, previews=params.previews)
+        )
+
+    def appended_one(session_id: str, write: Callable[[SessionStore], Entry]) -> AppendedEntry:
+        def work(actor: SessionActor) -> AppendedEntry:
+            written = write(actor.store)
+            actor.appended([written])
+            daemon.changed(actor, "append", [written.id])
+            return AppendedEntry(entry_id=written.id, leaf_id=actor.store.leaf_id)
+
+        return daemon.on_session(session_id, work)
 
     @router.request("session/label", LabelParams)
     def label(ctx: RequestContext, params: LabelParams) -> AppendedEntry:
-        actor = daemon.actor(params.session_id)
-        written = actor.store.append_label(params.target_id, params.label)
-        actor.appended([written])
-        daemon.changed(actor, "append", [written.id])
-        return AppendedEntry(entry_id=written.id, leaf_id=actor.store.leaf_id)
+        return appended_one(
+            params.session_id, lambda store: store.append_label(params.target_id, params.label)
+        )
 
     @router.request("session/setName", SetNameParams)
     def set_name(ctx: RequestContext, params: SetNameParams) -> AppendedEntry:
         if not params.name.strip():
             # pi refuses an empty name here (a session_info entry can still clear it)
             raise InvalidParamsError("name must not be empty", name=params.name)
-        actor = daemon.actor(params.session_id)
-        written = actor.store.set_name(params.name)
-        actor.appended([written])
-        daemon.changed(actor, "append", [written.id])
-        return AppendedEntry(entry_id=written.id, leaf_id=actor.store.leaf_id)
+        return appended_one(params.session_id, lambda store: store.set_name(params.name))
 
     @router.request("session/fork", ForkParams)
-    def fork(ctx: RequestContext, params: ForkParams) -> ForkResult:
+    async def fork(ctx: RequestContext, params: ForkParams) -> ForkResult:
+        client = daemon.client(ctx)
+        selected: list[str] = []
+
+        def prepare(actor: SessionActor) -> Callable[[], SessionStore]:
+            daemon.sessions.check_room(ctx.connection.id)
+            job = fork_job(actor.store, params.entry_id)
+            selected.append(job.selected_text)
+            return job.make
+
         actor = daemon.actor(params.session_id)
-        result = fork_at_user_message(actor.store, params.entry_id)
-        forked = daemon.sessions.adopt(result.store, ctx.connection.id)
+        # The copy is file work of the size of the path: in a worker thread.
+        async with client.file_jobs:
+            store = await actor.file_job(prepare)
+        forked = daemon.sessions.adopt(store, ctx.connection.id)
         return ForkResult(
             session_id=forked.session_id,
             path=str(forked.store.path),
-            selected_text=result.selected_text,
+            selected_text=selected[0],
         )
 
     @router.request("session/userMessages", SessionRef)
     def user_messages(ctx: RequestContext, params: SessionRef) -> UserMessagesResult:
-        store = daemon.actor(params.session_id).store
-        return UserMessagesResult(
-            messages=[{"entryId": i, "text": t} for i, t in user_messages_for_forking(store)]
-        )
+        def work(actor: SessionActor) -> UserMessagesResult:
+            found = user_messages_for_forking(actor.store)
+            return UserMessagesResult(messages=[{"entryId": i, "text": t} for i, t in found])
+
+        return daemon.on_session(params.session_id, work)

@@ -18,7 +18,7 @@ def register(daemon: Daemon) -> None:
 
     @router.request("tree/navigate", NavigateParams)
     async def navigate(ctx: RequestContext, params: NavigateParams) -> NavigateResult:
-        actor = daemon.actor(params.session_id)
+        actor = await daemon.ready(params.session_id)
         settings = daemon.settings(ctx, actor)
         abort = asyncio.Event()
         summaries = (

@@ -13,7 +13,7 @@ Generic on purpose: it knows nothing of sessions. The daemon registers its metho
 """
 
 from sessiond.server.connection import Connection, MessageType
-from sessiond.server.context import NotificationContext, RequestContext
+from sessiond.server.context import AnswerLater, NotificationContext, RequestContext
 from sessiond.server.limits import ConnectionLimits
 from sessiond.server.logs import configure_logging
 from sessiond.server.messages import RequestId, WorkDoneBegin, WorkDoneEnd, WorkDoneReport
@@ -41,6 +41,7 @@ from sessiond.server.transports import (
 )
 
 __all__ = [
+    "AnswerLater",
     "ClientDisconnected",
     "ClientRequestFailed",
     "ClientRequestTimeout",

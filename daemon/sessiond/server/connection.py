@@ -23,6 +23,7 @@ from typing import Any, Protocol, TypeVar, overload
 import msgspec
 from msgspec import UNSET
 
+from sessiond.core.inert import inert
 from sessiond.server.decoding import UNDECODABLE, decode_message
 from sessiond.server.dispatch import CANCEL_REQUEST, Dispatcher, cancel_params_decoder
 from sessiond.server.framing import (
@@ -209,8 +210,10 @@ class Connection:
         self.notify("$/progress", ProgressParams(token, value))
 
     def log_message(self, message: str, type: MessageType = MessageType.INFO) -> None:
-        """Send ``window/logMessage``, for the client to show in its log."""
-        self.notify("window/logMessage", LogMessageParams(int(type), message))
+        """Send ``window/logMessage``, for the client to show in its log: always one line
+        without control characters, so that words quoted in it cannot start a message of
+        their own (``core.inert``)."""
+        self.notify("window/logMessage", LogMessageParams(int(type), inert(message)))
 
     @overload
     async def request(

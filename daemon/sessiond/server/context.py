@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -17,6 +18,15 @@ class _WorkDoneTokenField(msgspec.Struct, rename="camel"):
 
 
 _token_decoder = msgspec.json.Decoder(_WorkDoneTokenField)
+
+
+class AnswerLater(Exception):
+    """Raised by a plain (``def``) handler that cannot answer at once this time: its answer
+    is what ``pending`` returns (or raises), awaited in a task of its own."""
+
+    def __init__(self, pending: Coroutine[Any, Any, Any]) -> None:
+        super().__init__("answered later")
+        self.pending = pending
 
 
 class RequestContext:

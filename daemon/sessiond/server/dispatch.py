@@ -1,10 +1,12 @@
 """Running one connection's requests and notifications, and answering them.
 
 Each request whose handler is ``async`` runs as its own task so that ``$/cancelRequest``
-can cancel it; plain ``def`` handlers run inline. No exception from a handler ever reaches
-the client as a traceback: ``SessiondError``s become their code/kind, anything else
-becomes -32603 "Internal error" and is logged with its traceback. The lifecycle gate
-(``initialize`` ... ``shutdown``, ``exit``) and the token check of ``initialize`` are here.
+can cancel it; plain ``def`` handlers run inline, and one that cannot answer at once
+raises ``AnswerLater`` with a coroutine that will, which then runs as a task too. No
+exception from a handler ever reaches the client as a traceback: ``SessiondError``s become
+their code/kind, anything else becomes -32603 "Internal error" and is logged with its
+traceback. The lifecycle gate (``initialize`` ... ``shutdown``, ``exit``) and the token
+check of ``initialize`` are here.
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ import asyncio
 import functools
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 from msgspec import UNSET
 
+from sessiond.core.inert import inert, quoted
 from sessiond.errors import (
     InvalidRequestError,
     MethodNotFoundError,
@@ -27,7 +30,7 @@ from sessiond.errors import (
     SessiondError,
     UnauthorizedError,
 )
-from sessiond.server.context import NotificationContext, RequestContext
+from sessiond.server.context import AnswerLater, NotificationContext, RequestContext
 from sessiond.server.decoding import UNDECODABLE, invalid_params
 from sessiond.server.framing import FrameError, FrameErrorKind
 from sessiond.server.inbox import Item
@@ -53,11 +56,23 @@ if TYPE_CHECKING:
 log = logging.getLogger("sessiond.server")
 
 CANCEL_REQUEST = "$/cancelRequest"
+# Unknown notification names a connection is warned about (once each); later ones are
+# not logged, so that a client cannot grow the daemon or its log with new names.
+MAX_WARNED_NOTIFICATIONS = 32
 # How long a shutdown request waits for the requests received before it.
 SHUTDOWN_DRAIN_SECONDS = 10.0
 
 _encoder = msgspec.json.Encoder()
 cancel_params_decoder = msgspec.json.Decoder(CancelParams)
+
+
+# How much of a method name a client sent is repeated (in an error, a log line).
+_SHOWN_NAME = 100
+
+
+def _method_not_found(method: str) -> MethodNotFoundError:
+    cut = "..." if len(method) > _SHOWN_NAME else ""
+    return MethodNotFoundError(f"Method not found: {inert(method[:_SHOWN_NAME])}{cut}")
 
 
 def _default_initialize(ctx: RequestContext, params: NoParams) -> dict[str, Any]:
@@ -141,9 +156,15 @@ class Dispatcher:
             self._on_request(request_id, method, item.params)
 
     def on_answer(self, message: IncomingMessage) -> None:
-        """The client's answer to one of the daemon's own requests."""
+        """The client's answer to one of the daemon's own requests. Like every message, it
+        cannot end the connection by failing: the request it answers fails instead."""
         error = None if isinstance(message.error, msgspec.UnsetType) else message.error
-        if not self._pending.resolve(message.id, message.result, error):
+        try:
+            resolved = self._pending.resolve(message.id, message.result, error)
+        except Exception:
+            log.exception("connection %s: failed to take an answer", self._connection.id)
+            resolved = self._pending.reject(message.id, "the answer could not be read")
+        if not resolved:
             log.info(
                 "connection %s: answer for unknown request id %r", self._connection.id, message.id
             )
@@ -156,7 +177,7 @@ class Dispatcher:
             return
         spec = self._requests.get(method)
         if spec is None:
-            self.send_error(request_id, MethodNotFoundError(f"Method not found: {method}"))
+            self.send_error(request_id, _method_not_found(method))
             return
         if request_id in self._running:
             self._refuse_duplicate(request_id)
@@ -179,7 +200,7 @@ class Dispatcher:
             return
         spec = self._requests.get(method) or _lifecycle_defaults._requests.get(method)
         if spec is None:
-            self.send_error(request_id, MethodNotFoundError(f"Method not found: {method}"))
+            self.send_error(request_id, _method_not_found(method))
             return
         if request_id in self._running:
             self._refuse_duplicate(request_id)
@@ -219,21 +240,29 @@ class Dispatcher:
         earlier: tuple[asyncio.Task[None], ...],
     ) -> None:
         if spec.is_async or earlier:
-            task = self._loop.create_task(self._run_request(ctx, spec.handler, params, earlier))
-            if ctx.request_id is not None:
-                self._running[ctx.request_id] = task
-            else:
-                self._other_tasks.add(task)
-            task.add_done_callback(functools.partial(self._request_finished, ctx))
+            self._run_as_task(ctx, self._run_request(ctx, spec.handler, params, earlier))
             return
         try:
             result = spec.handler(ctx, params)
+        except AnswerLater as later:
+            # A plain handler that must wait this time (its session is busy with a file
+            # job): the answer comes from a task, cancellable like any other.
+            pending = later.pending
+            self._run_as_task(ctx, self._run_request(ctx, lambda _c, _p: pending, None, ()))
         except SessiondError as err:
             self._answer_error(ctx, err)
         except Exception as exc:
             self._answer_internal_error(ctx, exc)
         else:
             self._answer(ctx, result)
+
+    def _run_as_task(self, ctx: RequestContext, work: Coroutine[Any, Any, None]) -> None:
+        task = self._loop.create_task(work)
+        if ctx.request_id is not None:
+            self._running[ctx.request_id] = task
+        else:
+            self._other_tasks.add(task)
+        task.add_done_callback(functools.partial(self._request_finished, ctx))
 
     def _refuse_duplicate(self, request_id: RequestId | None) -> None:
         duplicate = f"Invalid Request: request id {request_id!r} is already in use"
@@ -321,8 +350,9 @@ class Dispatcher:
         diagnosis = diagnose(body)
         log.warning("connection %s: %s", self._connection.id, diagnosis.problem)
         if diagnosis.bad_answer_id is not None:
-            self._pending.reject(diagnosis.bad_answer_id, diagnosis.problem)
-            return
+            answered = self._pending.reject(diagnosis.bad_answer_id, diagnosis.problem)
+            if answered or not diagnosis.replies:
+                return
         if diagnosis.as_batch:
             self._outbox.send(
                 _encoder.encode(
@@ -365,9 +395,18 @@ class Dispatcher:
             return
         spec = self._notifications.get(method)
         if spec is None:
-            if not method.startswith("$/") and method not in self._warned_notifications:
-                self._warned_notifications.add(method)
-                log.info("connection %s: ignoring unknown notification %s", connection.id, method)
+            warned = self._warned_notifications
+            if (
+                not method.startswith("$/")
+                and len(warned) < MAX_WARNED_NOTIFICATIONS
+                and method not in warned
+            ):
+                warned.add(method[:_SHOWN_NAME])
+                log.info(
+                    "connection %s: ignoring unknown notification %s",
+                    connection.id,
+                    quoted(method, _SHOWN_NAME),
+                )
             return
         try:
             params = spec.decode_params(raw)

@@ -1,10 +1,19 @@
 """Logging for the daemon: stderr or a file, never stdout (stdout is the protocol in stdio mode).
 
-Messages that repeat are rate-limited: of each kind (the same logger, level and message
-template) the first ``REPEAT_BURST`` per ``REPEAT_WINDOW_SECONDS`` are written, the rest
-counted and reported with the next one written. A peer sending junk, or a crowd of
-strangers knocking, costs the log a few lines a minute, not megabytes an hour. DEBUG
-records, asked for explicitly, are never held back.
+Every line goes through ``DaemonLogFormatter``: each message is one line, at most
+``MAX_MESSAGE_CHARS`` long, with every control character (a line break, a terminal
+escape) spelled as an escape, so that words a client or a file put in a message can
+neither start a line that looks like the daemon's nor drive the terminal showing the
+log; a traceback's lines are indented under their record; every known secret is
+removed from the whole (``redaction``), whichever caller logged it.
+
+Messages that repeat are rate-limited, by lines and by bytes: of each kind (the same
+logger, level and message template) the first ``REPEAT_BURST`` per
+``REPEAT_WINDOW_SECONDS`` are written, and at most ``WINDOW_BYTES`` of all INFO and
+WARNING messages together; the rest are counted and reported with the next one
+written. A peer sending junk, or a crowd of strangers knocking, costs the log a few
+lines a minute, not megabytes an hour. DEBUG records, asked for explicitly, are never
+held back, nor are errors beyond their kind's burst.
 """
 
 from __future__ import annotations
@@ -16,12 +25,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from sessiond.core.inert import inert
+from sessiond.redaction import RedactingFormatter, clip
 from sessiond.server.startup import OptionError
 
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 REPEAT_BURST = 20
 REPEAT_WINDOW_SECONDS = 60.0
+# The longest message a line carries; the rest is cut (and said to be).
+MAX_MESSAGE_CHARS = 2000
+# INFO and WARNING messages written per window, all kinds together.
+WINDOW_BYTES = 256 * 1024
 # Kinds remembered at most (messages built without a template are each their own kind).
 _MAX_KINDS = 1000
 
@@ -43,7 +59,7 @@ def configure_logging(level: str | int = "INFO", log_file: Path | None = None) -
             raise OptionError(f"cannot open log file {log_file}: {exc.strerror}") from exc
     else:
         handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(_FORMAT))
+    handler.setFormatter(DaemonLogFormatter(_FORMAT))
     handler.addFilter(RepeatFilter())
     logger = logging.getLogger("sessiond")
     for old in list(logger.handlers):
@@ -51,6 +67,33 @@ def configure_logging(level: str | int = "INFO", log_file: Path | None = None) -
     logger.addHandler(handler)
     logger.setLevel(level.upper() if isinstance(level, str) else level)
     logger.propagate = False
+
+
+class DaemonLogFormatter(RedactingFormatter):
+    """One line per record, whatever the message holds (see the module's docstring)."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = one_line(record.message)
+        return super().formatMessage(record)
+
+    def formatException(self, ei: Any) -> str:
+        return _indented(super().formatException(ei))
+
+    def formatStack(self, stack_info: str) -> str:
+        return _indented(super().formatStack(stack_info))
+
+
+def one_line(message: str) -> str:
+    """A log message as one inert line of at most ``MAX_MESSAGE_CHARS`` (secrets removed
+    before the cut, so that none is left half-cut)."""
+    extra = len(message) - MAX_MESSAGE_CHARS
+    shown = inert(clip(message, MAX_MESSAGE_CHARS) if extra > 0 else message)
+    return shown + (f" [{extra} more characters]" if extra > 0 else "")
+
+
+def _indented(text: str) -> str:
+    """A traceback under its record: every line indented, so none reads as a record."""
+    return "\n".join("    " + inert(line) for line in text.splitlines())
 
 
 @dataclass(slots=True)
@@ -61,26 +104,34 @@ class _Window:
 
 
 class RepeatFilter(logging.Filter):
-    """Writes at most ``burst`` records of a kind per ``window`` seconds."""
+    """Writes at most ``burst`` records of a kind per ``window`` seconds, and at most
+    ``window_bytes`` of INFO and WARNING messages per window in all."""
 
     def __init__(
         self,
         burst: int = REPEAT_BURST,
         window: float = REPEAT_WINDOW_SECONDS,
         clock: Callable[[], float] = time.monotonic,
+        window_bytes: int = WINDOW_BYTES,
     ) -> None:
         super().__init__()
         self._burst = burst
         self._window = window
         self._clock = clock
         self._kinds: dict[tuple[str, int, str], _Window] = {}
+        self._bytes = _Window(clock())
+        self._window_bytes = window_bytes
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno < logging.INFO:
             return True
-        template = record.msg if isinstance(record.msg, str) else repr(type(record.msg))
-        kind = (record.name, record.levelno, template)
         now = self._clock()
+        if record.levelno < logging.ERROR and not self._within_bytes(record, now):
+            return False
+        template = record.msg if isinstance(record.msg, str) else repr(type(record.msg))
+        # The kind is the template, at most as long as a written message: a template
+        # built from a client's words must not make a key of megabytes.
+        kind = (record.name, record.levelno, template[:MAX_MESSAGE_CHARS])
         window = self._kinds.get(kind)
         if window is None or now - window.start >= self._window:
             held_back = window.held_back if window is not None else 0
@@ -99,6 +150,20 @@ class RepeatFilter(logging.Filter):
                 f" [repeated {self._burst} times; similar messages are suppressed for up to"
                 f" {self._window:g} s]",
             )
+        return True
+
+    def _within_bytes(self, record: logging.LogRecord, now: float) -> bool:
+        budget = self._bytes
+        if now - budget.start >= self._window:
+            held_back = budget.held_back
+            budget = self._bytes = _Window(now)
+            if held_back:
+                _append(record, f" [{held_back} messages suppressed before this one: log volume]")
+        size = min(len(record.getMessage()), MAX_MESSAGE_CHARS)
+        if budget.written + size > self._window_bytes:
+            budget.held_back += 1
+            return False
+        budget.written += size
         return True
 
     def _forget_old(self, now: float) -> None:

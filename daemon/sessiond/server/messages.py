@@ -115,8 +115,9 @@ class Diagnosis:
 
     ``replies`` are the errors to send, each with the id to send it under; when
     ``as_batch`` they go out as one JSON array. ``bad_answer_id`` is set when the body
-    looks like a malformed answer to one of our own requests: no reply then, because
-    answering an answer could start an endless exchange of errors.
+    looks like a malformed answer to one of our own requests: that request fails, and
+    no reply is sent for it, because answering an answer could start an endless exchange
+    of errors (``replies`` then holds what to send if it answered no request of ours).
     """
 
     replies: list[tuple[RequestId | None, SessiondError]] = field(default_factory=list)
@@ -137,7 +138,12 @@ def diagnose(body: bytes) -> Diagnosis:
         return Diagnosis([(leading_request_id(body), err)], problem=err.message)
     except msgspec.DecodeError as exc:
         err = ParseError(f"Parse error: {exc}")
-        return Diagnosis([(None, err)], problem=err.message)
+        # Perhaps an answer to one of our requests that is not JSON (invalid UTF-8 in it,
+        # say): the request it answers then fails at once rather than wait for its
+        # timeout, and the parse error is sent only if it answered none.
+        return Diagnosis(
+            [(None, err)], bad_answer_id=_answer_id_of_broken(body), problem=err.message
+        )
     if isinstance(value, list):
         return _diagnose_batch(value)
     if not isinstance(value, dict):
@@ -151,6 +157,25 @@ def diagnose(body: bytes) -> Diagnosis:
         return Diagnosis(bad_answer_id=answer_id, problem=f"Malformed response: {problem}")
     err = InvalidRequestError(f"Invalid Request: {problem}")
     return Diagnosis([(request_id, err)], problem=err.message)
+
+
+def _answer_id_of_broken(body: bytes) -> int | None:
+    """The id of ``body`` if it is recognisably an answer (a ``result`` or an ``error``, no
+    ``method``) to a request of the daemon's (whose ids are integers), though not JSON as
+    it stands: read with its invalid UTF-8 replaced, or, when it is not JSON even then,
+    from an id at its start."""
+    try:
+        value = msgspec.json.decode(body.decode("utf-8", "replace").encode("utf-8"))
+    except (msgspec.DecodeError, RecursionError):
+        if b'"method"' in body:
+            return None
+        leading = leading_request_id(body)
+        return leading if isinstance(leading, int) else None
+    if not isinstance(value, dict) or "method" in value:
+        return None
+    answer_id = value.get("id")
+    is_answer = "result" in value or "error" in value
+    return answer_id if is_answer and type(answer_id) is int else None
 
 
 def _diagnose_batch(items: list[Any]) -> Diagnosis:

@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 from sessiond.core.absent import decode_reading_null_as_absent
+from sessiond.core.inert import quoted
 from sessiond.server.messages import IncomingError
 
 
@@ -36,10 +37,11 @@ class ClientDisconnected(ClientRequestFailed):
 
 
 class ClientReturnedError(ClientRequestFailed):
-    """The client answered with a JSON-RPC error (``-32601`` if it does not know the method)."""
+    """The client answered with a JSON-RPC error (``-32601`` if it does not know the method).
+    Its message is the client's words: quoted wherever it is repeated."""
 
     def __init__(self, method: str, code: int, message: str, data: Any) -> None:
-        super().__init__(method, f"client answered {method} with error {code}: {message}")
+        super().__init__(method, f"client answered {method} with error {code}: {quoted(message)}")
         self.code = code
         self.error_message = message
         self.data = data
@@ -92,7 +94,9 @@ class PendingRequests:
         return self._waiting.pop(request_id, None) is not None
 
     def resolve(self, request_id: object, result: msgspec.Raw, error: IncomingError | None) -> bool:
-        """Deliver an answer; False when no request with that id is waiting."""
+        """Deliver an answer; False when no request with that id is waiting. Whatever the
+        answer holds, its waiter learns the outcome now: an answer that cannot be read
+        (invalid UTF-8 in a string, nesting too deep, a wrong type) fails it."""
         if not isinstance(request_id, int):
             return False
         pending = self._waiting.pop(request_id, None)
@@ -102,7 +106,7 @@ class PendingRequests:
         if error is not None:
             try:
                 data = msgspec.json.decode(error.data) if len(error.data) else None
-            except RecursionError:  # nested too deep to decode: keep the code and message
+            except (msgspec.DecodeError, RecursionError):  # keep the code and message
                 data = None
             future.set_exception(
                 ClientReturnedError(pending.method, error.code, error.message, data)
@@ -113,9 +117,13 @@ class PendingRequests:
             future.set_result(
                 decode_reading_null_as_absent(pending.decoder, raw, pending.result_type)
             )
-        except (msgspec.ValidationError, RecursionError) as exc:
+        except Exception as exc:  # decoding untrusted bytes: whatever fails, the waiter hears
+            # msgspec's message names the client's fields: quoted, as the client's words.
             future.set_exception(
-                ClientResultInvalid(pending.method, f"client's result for {pending.method}: {exc}")
+                ClientResultInvalid(
+                    pending.method,
+                    f"client's result for {pending.method} is not valid: {quoted(str(exc))}",
+                )
             )
         return True
 

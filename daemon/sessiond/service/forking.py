@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sessiond.core.entries import MessageEntry
 from sessiond.core.messages import UserMessage, text_of_blocks
 from sessiond.errors import InvalidParamsError
+from sessiond.store.rewriting import fork_plan, write_fork
 from sessiond.store.session import SessionStore
 
 INVALID_FORK_ENTRY = "Invalid entry ID for forking"
@@ -18,24 +20,44 @@ class ForkResult:
     selected_text: str
 
 
-def fork_at_user_message(store: SessionStore, entry_id: str) -> ForkResult:
-    """A new session holding the path *before* a user message; its text comes back
-    so the editor can offer it again. A root message gives an empty session."""
+@dataclass
+class ForkJob:
+    """A fork decided where the store is used (memory only); ``make`` does its file work
+    (copying the path into a new file) in any thread, without the store."""
+
+    selected_text: str
+    make: Callable[[], SessionStore]
+
+
+def fork_job(store: SessionStore, entry_id: str) -> ForkJob:
+    """pi's ``fork``: a new session holding the path *before* a user message; its text
+    comes back so the editor can offer it again. A root message gives an empty session."""
     entry = store.get_entry(entry_id)
     if not isinstance(entry, MessageEntry) or not isinstance(entry.message, UserMessage):
         raise InvalidParamsError(INVALID_FORK_ENTRY, entryId=entry_id)
     selected_text = text_of_blocks(entry.message.content)
     store.sync()
     if entry.parent_id is None:
-        forked = SessionStore.create(
+        cwd, directory, parent, storage = (
             store.header.cwd,
-            session_dir=store.path.parent,
-            parent_session=str(store.path),
-            storage=store.storage,
+            store.path.parent,
+            str(store.path),
+            store.storage,
         )
-    else:
-        forked = store.fork(entry.parent_id)
-    return ForkResult(forked, selected_text)
+        return ForkJob(
+            selected_text,
+            lambda: SessionStore.create(
+                cwd, session_dir=directory, parent_session=parent, storage=storage
+            ),
+        )
+    plan = fork_plan(store, entry.parent_id)
+    return ForkJob(selected_text, lambda: write_fork(plan))
+
+
+def fork_at_user_message(store: SessionStore, entry_id: str) -> ForkResult:
+    """``fork_job`` done at once (for callers without an event loop)."""
+    job = fork_job(store, entry_id)
+    return ForkResult(job.make(), job.selected_text)
 
 
 def user_messages_for_forking(store: SessionStore) -> list[tuple[str, str]]:

@@ -12,13 +12,17 @@ rewrites the file; sessiond does the same, after copying the original lines to
 
 The archive is opened like every file beside a session (``store.safe_files``): a link,
 a FIFO or a file others can write, planted at its name, is refused, and then nothing is
-pruned.
+pruned. It is sessiond's own: a new one starts with a line saying so, and a file at its
+name that sessiond did not make (the user's own, not an archive) is refused
+(``notOurs``) and left as it is.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,35 +34,70 @@ from sessiond.core.tokens import Estimator
 from sessiond.errors import StorageError
 from sessiond.store.fileio import fsync_directory, write_all
 from sessiond.store.path_access import StorePath
-from sessiond.store.safe_files import open_regular
+from sessiond.store.rewriting import Rewritten, plan_rewrite, take_rewrite, write_rewrite
+from sessiond.store.safe_files import open_own_sidecar
 from sessiond.store.session import SessionStore
 
+from .workers import Exclusive, in_worker
 
-def prune_tool_outputs(store: SessionStore, estimator: Estimator) -> PrunePlan:
-    """Prune old tool outputs in the current context if that saves enough (``core.pruning``)."""
+
+async def prune_tool_outputs(
+    store: SessionStore, estimator: Estimator, exclusive: Exclusive[None] | None = None
+) -> PrunePlan:
+    """Prune old tool outputs in the current context if that saves enough (``core.pruning``).
+    With ``exclusive`` (a daemon's, ``SessionActor.exclusive``), oh-my-pi's rewrite of the
+    file and the archive are written in a worker thread, alone on the session's file;
+    without, here."""
     path = StorePath(store, store.path_records(), estimator)
     plan = plan_pruning(ProjectedPath(store.dialect.compaction_path(path), estimator))
     if plan.empty:
         return plan
-    if store.dialect.prunes_in_place:
-        _prune_in_place(store, plan)
-    else:
+    if not store.dialect.prunes_in_place:
         edits = store.append_entries([pruning_edit(candidate) for candidate in plan.candidates])
         plan.edit_ids = [edit.id for edit in edits]
+    elif exclusive is None:
+        work = _in_place(store, plan)
+        work.take(work.write())
+    else:
+
+        async def apart() -> None:
+            work = _in_place(store, plan)
+            work.take(await in_worker(work.write))
+
+        await exclusive(apart)
     return plan
 
 
-def _prune_in_place(store: SessionStore, plan: PrunePlan) -> None:
-    """oh-my-pi's way: the tool results themselves edited, the file rewritten."""
+@dataclass
+class _InPlace:
+    """oh-my-pi's way: the tool results themselves edited and the file rewritten, the
+    originals archived first. ``write`` is the file work (any thread); ``take`` takes it
+    into the store."""
+
+    write: Callable[[], Rewritten | None]
+    take: Callable[[Rewritten | None], None]
+
+
+def _in_place(store: SessionStore, plan: PrunePlan) -> _InPlace:
     originals = [store.raw_line(store.record(c.entry_id)) for c in plan.candidates]
-    if store.persisted:
-        _archive(store, originals)
     pruned_at = time.time_ns() // 1_000_000
     replacements = {}
     for candidate, original in zip(plan.candidates, originals, strict=True):
         data = msgspec.json.decode(original)
         replacements[candidate.entry_id] = pruned_line_data(data, candidate.tokens, pruned_at)
-    store.rewrite_entries(replacements)
+    archive = Path(archive_path(store)) if store.persisted else None
+    rewrite = plan_rewrite(store, replacements)
+
+    def write() -> Rewritten | None:
+        if archive is not None:
+            _archive(archive, originals)
+        return write_rewrite(rewrite) if rewrite is not None else None
+
+    def take(done: Rewritten | None) -> None:
+        if rewrite is not None and done is not None:
+            take_rewrite(store, rewrite, done)
+
+    return _InPlace(write, take)
 
 
 def pruned_line_data(data: dict[str, Any], tokens: int, pruned_at: int) -> dict[str, Any]:
@@ -75,11 +114,28 @@ def archive_path(store: SessionStore) -> str:
     return str(store.path) + ".pruned"
 
 
-def _archive(store: SessionStore, lines: list[bytes]) -> None:
-    path = Path(archive_path(store))
-    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+# The first line of an archive sessiond makes.
+ARCHIVE_MARK = b'{"type":"sessiond.prunedOutputs","version":1}\n'
+
+
+def _is_archive(first_line: bytes) -> bool:
+    """An archive's first line: the mark, or (older archives had none) an entry's line."""
+    if first_line + b"\n" == ARCHIVE_MARK:
+        return True
     try:
-        fd = open_regular(path, flags, what="pruned-output archive", sidecar=True)
+        value = msgspec.json.decode(first_line)
+    except (msgspec.DecodeError, RecursionError):
+        return False
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("type"), str)
+        and isinstance(value.get("id"), str)
+    )
+
+
+def _archive(path: Path, lines: list[bytes]) -> None:
+    try:
+        fd = open_own_sidecar(path, "pruned-output archive", ARCHIVE_MARK, _is_archive)
         try:
             write_all(fd, b"".join(line + b"\n" for line in lines))
             os.fsync(fd)
@@ -89,4 +145,4 @@ def _archive(store: SessionStore, lines: list[bytes]) -> None:
         raise StorageError(
             f"cannot write pruned outputs to {path}: {exc.strerror or exc}", path=str(path)
         ) from None
-    fsync_directory(store.path.parent)
+    fsync_directory(path.parent)

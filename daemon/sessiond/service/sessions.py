@@ -1,11 +1,6 @@
-"""Open sessions, one actor each: the state the daemon keeps per session file.
+"""Every open session of the daemon, one actor each (``actor``), by id and by file.
 
-An actor owns its ``SessionStore`` and runs at most one long operation at a
-time (a compaction or a navigation that writes a summary), so the two never
-interleave; a manual compaction aborts whatever runs first, as pi does. Short
-mutations (appends, labels) are synchronous on the event loop and so never
-interleave either; reads need no waiting at all, not even behind a running
-summarizer call. Sessions run concurrently with each other.
+Sessions run concurrently with each other.
 
 Opening a file reads all of it (scan, repair, migration), so it runs in a worker
 thread while the event loop serves everyone else; concurrent opens of one file
@@ -15,11 +10,15 @@ Notifications go out through a ``Publisher`` to the clients that have the
 session open; the transport is not this module's business.
 
 Other programs (pi itself) may append to or rewrite a file the daemon holds: every
-request that names a session first looks at its file (one ``stat``), and a task looks
-at every open file each ``FOLLOW_INTERVAL_S``, so that clients hear of such changes
-within that time even when nobody asks. Polling a ``stat`` costs microseconds per open
-session, works on every filesystem (network ones included, where inotify does not
-see other machines' writes) and holds no watch descriptor.
+request that names a session first looks at its file (one ``stat``, see ``actor``), and
+a task looks at every open file each ``FOLLOW_INTERVAL_S``, so that clients hear of
+such changes within that time even when nobody asks. Polling a ``stat`` costs
+microseconds per open session, works on every filesystem (network ones included, where
+inotify does not see other machines' writes) and holds no watch descriptor. What the
+look finds is read in a worker thread.
+
+How many sessions one client, and the daemon, may hold open is bounded
+(``SessionLimits``).
 """
 
 from __future__ import annotations
@@ -27,204 +26,40 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from contextlib import suppress
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Final, Literal, Protocol, TypeVar
+from typing import Any, Final
 
-from sessiond.core.entries import Entry
-from sessiond.core.tokens import Estimator
-from sessiond.errors import BusyError, CancelledError, ConflictError, NotFoundError, SessiondError
-from sessiond.settings import LayerCache, Settings, StorageSettings
-from sessiond.store.following import Followed
+from sessiond.errors import ConflictError, LimitExceededError, NotFoundError
+from sessiond.settings import Settings, StorageSettings
 from sessiond.store.session import SessionStore
-from sessiond.tokenizer import estimator as estimator_named
 
-from .hooks import Hooks, NoHooks
-from .turns import OverflowGuard
+from .actor import ClientId, FollowListener, Publisher, SessionActor
+from .hooks import Hooks
 
 _log = logging.getLogger(__name__)
 FOLLOW_INTERVAL_S: Final = 0.25
-T = TypeVar("T")
-ClientId = int
-LongKind = Literal["compaction", "navigation"]
 
 
-class Publisher(Protocol):
-    def __call__(self, clients: set[ClientId], method: str, params: Any) -> None: ...
+@dataclass(frozen=True)
+class SessionLimits:
+    """How many sessions one client may hold open (opening ones included), and the daemon
+    in all. Each open session holds up to three file descriptors (its lock, a reader, an
+    appender) and its index: one client opening file after file must not take them from
+    every other client, nor the daemon's descriptors from everyone."""
 
+    per_client: int = 64
+    total: int = 1024
 
-FollowListener = Callable[["SessionActor", Followed], None]
-
-
-class SessionActor:
-    def __init__(
-        self,
-        store: SessionStore,
-        settings: Callable[[], Settings],
-        publish: Publisher,
-        hooks: Callable[[SessionActor], Hooks] | None = None,
-        on_followed: FollowListener | None = None,
-    ) -> None:
-        self.store = store
-        self._on_followed = on_followed
-        self._base_settings = settings
-        self._layers = LayerCache(size=4)
-        self._publish = publish
-        self._hooks = hooks
-        self.subscribers: set[ClientId] = set()
-        self.overrides: dict[str, Any] = {}
-        self.guard = OverflowGuard()
-        self._long: asyncio.Task[Any] | None = None
-        self._long_kind: LongKind | None = None
-        self._abort_navigation: asyncio.Event | None = None
-        self._sync_handle: asyncio.TimerHandle | None = None
-
-    # -- identity and configuration
-
-    @property
-    def session_id(self) -> str:
-        return self.store.session_id
-
-    def settings(self) -> Settings:
-        if not self.overrides:
-            return self._base_settings()
-        return self._layers.merge(self._base_settings(), self.overrides, "session")
-
-    def estimator(self, settings: Settings | None = None) -> Estimator:
-        settings = settings or self.settings()
-        return estimator_named(settings.compaction.token_estimator)
-
-    def hooks(self) -> Hooks:
-        return self._hooks(self) if self._hooks is not None else NoHooks()
-
-    # -- notifications
-
-    def publish(self, method: str, params: Any) -> None:
-        if self.subscribers:
-            self._publish(set(self.subscribers), method, params)
-
-    # -- other programs' writes
-
-    def follow(self) -> None:
-        """Take in what another program wrote to the file, and tell the clients."""
-        try:
-            followed = [*self.store.take_unannounced(), self.store.follow()]
-        except SessiondError as exc:
-            _log.warning("following %s: %s", self.store.path, exc.message)
-            return
-        except OSError as exc:
-            _log.warning("following %s: %s", self.store.path, exc.strerror or exc)
-            return
-        for change in followed:
-            if change is None:
-                continue
-            for entry_id in change.appended_ids:
-                entry = self.store.get_entry(entry_id)
-                if entry is not None:
-                    self.guard.observe(entry)
-            if self._on_followed is not None:
-                self._on_followed(self, change)
-
-    # -- mutations
-
-    def appended(self, entries: list[Entry]) -> None:
-        """Bookkeeping after entries were appended (by anyone)."""
-        for entry in entries:
-            self.guard.observe(entry)
-        self.schedule_sync()
-
-    def schedule_sync(self) -> None:
-        """With the "batch" policy, fsync appended lines within the configured interval."""
-        if not self.store.needs_sync or self._sync_handle is not None:
-            return
-        interval = self.settings().storage.fsync_interval_ms / 1000
-        loop = asyncio.get_running_loop()
-        self._sync_handle = loop.call_later(interval, self._sync_now)
-
-    def _sync_now(self) -> None:
-        self._sync_handle = None
-        try:
-            self.store.sync()
-        except Exception:
-            _log.exception("fsync of %s failed", self.store.path)
-
-    # -- long operations
-
-    @property
-    def busy_with(self) -> LongKind | None:
-        return self._long_kind
-
-    async def run_long(
-        self,
-        kind: LongKind,
-        work: Callable[[], Awaitable[T]],
-        *,
-        preempt: bool = False,
-        abort_event: asyncio.Event | None = None,
-    ) -> T:
-        """Run ``work`` as this session's one long operation.
-
-        With ``preempt`` (manual compaction) a running operation is aborted and
-        awaited first; otherwise a running one makes this a ``busy`` error.
-        Aborting (``abort``) cancels the work: a compaction then fails with
-        pi's ``Compaction cancelled``; a navigation returns aborted by itself.
-        """
-        if self._long is not None:
-            if not preempt:
-                raise BusyError(
-                    f"a {self._long_kind} is already running on this session; "
-                    "wait for it or abort it",
-                    running=self._long_kind,
-                )
-            await self.abort(self._long_kind)
-            running = self._long
-            if running is not None:
-                with suppress(BaseException):
-                    await running
-        task: asyncio.Task[T] = asyncio.ensure_future(work())
-        self._long, self._long_kind = task, kind
-        self._abort_navigation = abort_event
-        try:
-            return await asyncio.shield(task)
-        except asyncio.CancelledError:
-            if task.cancelled() and not _current_task_cancelling():
-                # Aborted through ``abort``, not by the caller's own cancellation.
-                raise CancelledError("Compaction cancelled") from None
-            task.cancel()
-            with suppress(BaseException):
-                await task
-            raise
-        finally:
-            if self._long is task:
-                self._long, self._long_kind, self._abort_navigation = None, None, None
-
-    async def abort(self, kind: LongKind | None) -> bool:
-        """Abort the running operation of ``kind`` (or any, with None)."""
-        task = self._long
-        if task is None or (kind is not None and kind != self._long_kind):
-            return False
-        if self._long_kind == "navigation" and self._abort_navigation is not None:
-            self._abort_navigation.set()
-        else:
-            task.cancel()
-        return True
-
-    # -- closing
-
-    def close(self) -> None:
-        if self._sync_handle is not None:
-            self._sync_handle.cancel()
-            self._sync_handle = None
-        if self._long is not None:
-            self._long.cancel()
-        self.store.close()
-
-
-def _current_task_cancelling() -> bool:
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
+    @classmethod
+    def fitted(cls, file_limit: int, connections: int, reserve: int) -> SessionLimits:
+        """Limits that leave ``connections`` and ``reserve`` descriptors of ``file_limit``
+        free, at three descriptors a session."""
+        total = max(16, (file_limit - connections - reserve) // 3)
+        return cls(per_client=min(cls.per_client, total), total=total)
 
 
 class _Opening:
@@ -270,8 +105,10 @@ class SessionRegistry:
         publish: Publisher,
         hooks: Callable[[SessionActor], Hooks] | None = None,
         on_followed: FollowListener | None = None,
+        limits: SessionLimits | None = None,
     ) -> None:
         self._settings = settings
+        self._limits = limits or SessionLimits()
         self._publish = publish
         self._hooks = hooks
         self._on_followed = on_followed
@@ -288,14 +125,14 @@ class SessionRegistry:
         return list(self._by_id.values())
 
     def get(self, session_id: str) -> SessionActor:
-        """The open session, up to date with what other programs wrote to its file."""
+        """The open session (whether it is up to date with what other programs wrote to
+        its file is the actor's to tell: ``SessionActor.ready_now``, ``use``)."""
         actor = self._by_id.get(session_id)
         if actor is None:
             raise NotFoundError(
                 f"Session {session_id} is not open (open it with session/open)",
                 sessionId=session_id,
             )
-        actor.follow()
         return actor
 
     def _keep_following(self) -> None:
@@ -303,14 +140,17 @@ class SessionRegistry:
             self._follower = asyncio.get_running_loop().create_task(self._follow_all())
 
     async def _follow_all(self) -> None:
-        """Look at every open file now and then; ends when no session is open."""
+        """Look at every open file now and then, and read what changed in a worker thread
+        (a session at a time, so one huge change does not take every worker); ends when
+        no session is open."""
         while self._by_id:
             await asyncio.sleep(FOLLOW_INTERVAL_S)
             for actor in list(self._by_id.values()):
                 if self._by_id.get(actor.session_id) is not actor:
                     continue
                 try:
-                    actor.follow()
+                    if not actor.ready_now() and actor.idle:
+                        await actor.catch_up()
                 except Exception:
                     # One file's surprise must not stop following the others.
                     _log.exception("following %s failed", actor.store.path)
@@ -330,9 +170,13 @@ class SessionRegistry:
         key = os.path.realpath(path)
         actor = self._by_path.get(key)
         if actor is not None:
+            if client not in actor.subscribers:
+                self.check_room(client, new_file=False)
             actor.subscribers.add(client)
             return actor, False
         opening = self._opening.get(key)
+        if opening is None or client not in opening.waiters.values():
+            self.check_room(client, new_file=opening is None)
         if opening is None:
             opening = _Opening()
             self._opening[key] = opening
@@ -386,10 +230,35 @@ class SessionRegistry:
         its lock) first, which hides the real problem."""
         if session_id is not None and session_id in self._by_id:
             raise self._same_id(session_id)
+        self.check_room(client)
         return self._adopt(store_factory(), client)
 
     def adopt(self, store: SessionStore, client: ClientId) -> SessionActor:
+        """A session made elsewhere (a fork) for ``client``; call ``check_room`` before
+        making it."""
         return self._adopt(store, client)
+
+    def check_room(self, client: ClientId, *, new_file: bool = True) -> None:
+        """``limitExceeded`` if ``client`` may not hold one more session (``SessionLimits``):
+        ``openSessions`` for the client's own bound, ``daemonSessions`` (with ``new_file``,
+        a file not open yet) for the daemon's."""
+        held = sum(client in actor.subscribers for actor in self._by_id.values()) + sum(
+            client in opening.waiters.values() for opening in self._opening.values()
+        )
+        if held >= self._limits.per_client:
+            raise LimitExceededError(
+                f"this client has {held} sessions open, the most one client may hold; "
+                "close some (session/close) first",
+                limit="openSessions",
+                maximum=self._limits.per_client,
+            )
+        if new_file and len(self._by_id) + len(self._opening) >= self._limits.total:
+            raise LimitExceededError(
+                f"the daemon has {self._limits.total} sessions open, as many as its file "
+                "descriptors allow; close some first",
+                limit="daemonSessions",
+                maximum=self._limits.total,
+            )
 
     def _adopt(self, store: SessionStore, client: ClientId) -> SessionActor:
         if store.session_id in self._by_id:

@@ -30,6 +30,7 @@ from sessiond.store.session import SessionStore
 from .compactor import COMPACTION_CANCELLED, CompactionOutcome
 from .events import CompactionEnded, CompactionReason
 from .pruning import prune_tool_outputs
+from .workers import Exclusive
 
 OVERFLOW_ONE_SHOT_MESSAGE = (
     "Context overflow recovery failed after one compact-and-retry attempt. "
@@ -119,6 +120,7 @@ async def end_of_turn(
     compact: CompactFn,
     emit_ended: Callable[[CompactionEnded], None],
     now_ms: int,
+    exclusive: Exclusive[None] | None = None,
 ) -> TurnCheck:
     config = settings.compaction
     path = store.path_records()
@@ -179,7 +181,7 @@ async def end_of_turn(
 
     pruned: PrunePlan | None = None
     if config.prune_tool_outputs and last.stop_reason != "error":
-        pruned = prune_tool_outputs(store, estimator)
+        pruned = await prune_tool_outputs(store, estimator, exclusive)
         if not pruned.empty:
             # The edits make the answer's measurement stale: the size is now pi 1.6's
             # estimate of the edited context.

@@ -13,13 +13,16 @@ import contextlib
 import errno
 import os
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from sessiond.errors import InvalidParamsError, SessiondError, StorageError
+from sessiond.errors import ConflictError, InvalidParamsError, SessiondError, StorageError
 
 from .lines import all_nul
-from .safe_files import FILE_MODE, open_regular
+from .safe_files import FILE_MODE, check_regular_or_absent, open_regular
+
+# What ``link()`` fails with where a filesystem has no hard links.
+NO_HARD_LINKS = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOSYS, errno.EMLINK})
 
 
 def _storage_error(action: str, path: Path, exc: OSError) -> StorageError:
@@ -69,6 +72,24 @@ def atomic_write(target: Path, chunks: Iterable[bytes], *, mode: int = FILE_MODE
     mode the file had, so it is kept, never widened). The rename replaces whatever is at
     ``target`` without following it: a link planted there is replaced, not written through.
     """
+    _through_temporary(target, chunks, mode, os.replace)
+
+
+def create_whole(target: Path, chunks: Iterable[bytes]) -> None:
+    """Create ``target`` (0600) holding ``chunks``, whole or not at all, without replacing
+    a file that appeared there meanwhile: the data goes to a temporary file, fsynced, then
+    is linked into place, which fails if anything is at ``target``. Only an empty regular
+    file there is replaced (pi takes one as a new session); anything else is a
+    ``conflict``, and the file there is left as it was."""
+    _through_temporary(target, chunks, FILE_MODE, _link_into_place)
+
+
+def _through_temporary(
+    target: Path, chunks: Iterable[bytes], mode: int, place: Callable[[Path, Path], None]
+) -> None:
+    """``chunks`` written to a new temporary file beside ``target`` (``mode``, fsynced),
+    put in place by ``place(temporary, target)``; the directory fsynced. The temporary
+    file never outlives the call."""
     temporary = temporary_path_for(target)
     try:
         fd = open_regular(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, what="temporary file")
@@ -83,16 +104,34 @@ def atomic_write(target: Path, chunks: Iterable[bytes], *, mode: int = FILE_MODE
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(temporary, target)
+        place(temporary, target)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
         raise _storage_error("write", target, exc) from None
-    except BaseException:
+    finally:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
-        raise
     fsync_directory(target.parent)
+
+
+def _link_into_place(temporary: Path, target: Path) -> None:
+    try:
+        os.link(temporary, target)
+    except FileExistsError:
+        _replace_if_empty(temporary, target)
+    except OSError as exc:
+        if exc.errno not in NO_HARD_LINKS:
+            raise
+        _replace_if_empty(temporary, target)
+
+
+def _replace_if_empty(temporary: Path, target: Path) -> None:
+    if check_regular_or_absent(target) and os.stat(target, follow_symlinks=False).st_size > 0:
+        raise ConflictError(
+            f"{target} now holds a file sessiond did not write; the session was not written "
+            "over it (write it at another path)",
+            path=str(target),
+        )
+    os.replace(temporary, target)
 
 
 class AppendFile:

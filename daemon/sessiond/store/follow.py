@@ -55,26 +55,46 @@ class FileFollower:
         # Bytes at the start that change in place without the file being rewritten
         # (oh-my-pi's title line): the tail check never looks at them.
         self.skip_first = 0
+        # A line read back was not what was indexed there: the file changed in place in
+        # a way the stat and the last bytes may not show.
+        self._suspect = False
+        # At most this many bytes after the known end are searched for a newline (None:
+        # any number). A daemon sets it: that search is file work of any size, which it
+        # does in a worker thread (``catch_up``), not where ``saw`` is called.
+        self.scan_limit: int | None = None
+        # The file's size at the last ``look`` (what a follow would read up to).
+        self.seen_size = 0
 
     def saw(self, fd: int, end: int, status: os.stat_result | None = None) -> None:
         """The store now knows every complete line up to ``end`` of the file open on
         ``fd`` (after an open, its own append, or taking in another program's lines)."""
-        status = status or os.fstat(fd)
+        self.take(observe(fd, end, status, self.scan_limit, self.skip_first))
+
+    def take(self, seen: Observation, *, reread: bool = False) -> None:
+        """``saw``, from what ``observe`` found (perhaps in another thread). ``reread``: the
+        file was read again whole, so a suspicion (``suspect``) is answered."""
+        if reread:
+            self._suspect = False
+        status = seen.status
         self._identity = (status.st_dev, status.st_ino)
         self._signature = _signature(status)
-        self._known_end = end
-        start = min(end, max(self.skip_first, end - _TAIL_CHECK))
-        self._tail = os.pread(fd, end - start, start)
-        if status.st_size > end and not _has_newline(fd, end, status.st_size):
+        self._known_end = seen.end
+        self._tail = seen.tail
+        if seen.unfinished:
             unfinished = self.unfinished
             if unfinished is None or unfinished.size != status.st_size:
-                self.unfinished = Unfinished(end, status.st_size, time.monotonic())
+                self.unfinished = Unfinished(seen.end, status.st_size, time.monotonic())
         else:
             self.unfinished = None
-            if status.st_size > end:
-                # Whole lines came after the ones read (another program is quick): the
-                # next look reads them.
+            if status.st_size > seen.end:
+                # Whole lines came after the ones read (another program is quick), or more
+                # than ``scan_limit`` bytes not looked at: the next look reads them.
                 self._signature = None
+
+    def suspect(self) -> None:
+        """The file changed behind the store where ``look`` cannot see it (a same-size edit
+        in the middle): the next ``look`` says it was replaced, and it is read again."""
+        self._suspect = True
 
     def look_again(self) -> None:
         """Lines after the known end are complete, not unfinished: the next ``look``
@@ -87,12 +107,15 @@ class FileFollower:
         reading descriptor of the same file (used only when the path still names it)."""
         if self._identity is None:
             return "unchanged"
+        if self._suspect:
+            return "replaced"  # until the file is read again (``take`` after a reload)
         try:
             status = os.stat(self.path, follow_symlinks=False)
         except OSError:
             # Gone or unreadable: the store keeps serving what it has; a file put back
             # at the path is a replacement and is read then.
             return "unchanged"
+        self.seen_size = status.st_size
         if _signature(status) == self._signature:
             return "unchanged"
         if not stat.S_ISREG(status.st_mode) or (status.st_dev, status.st_ino) != self._identity:
@@ -121,6 +144,40 @@ class FileFollower:
         """Whether the unfinished last line has stayed as it is past the grace period."""
         unfinished = self.unfinished
         return unfinished is not None and time.monotonic() - unfinished.since >= UNFINISHED_GRACE_S
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What ``observe`` read of the file: its status, the bytes before ``end``, and
+    whether the bytes after ``end`` are an unfinished line."""
+
+    status: os.stat_result
+    end: int
+    tail: bytes
+    unfinished: bool
+
+
+def observe(
+    fd: int,
+    end: int,
+    status: os.stat_result | None = None,
+    scan_limit: int | None = None,
+    skip_first: int = 0,
+) -> Observation:
+    """The file open on ``fd`` as the store knows it up to ``end``. Bytes after ``end`` are
+    an unfinished line when they hold no newline; with ``scan_limit``, more of them than
+    that are not searched (they count as complete lines, for a later look to read). The
+    first ``skip_first`` bytes are not among those compared later (``FileFollower``)."""
+    status = status or os.fstat(fd)
+    start = min(end, max(skip_first, end - _TAIL_CHECK))
+    tail = os.pread(fd, end - start, start)
+    after = status.st_size - end
+    unfinished = (
+        after > 0
+        and (scan_limit is None or after <= scan_limit)
+        and not _has_newline(fd, end, status.st_size)
+    )
+    return Observation(status, end, tail, unfinished)
 
 
 def _has_newline(fd: int, start: int, end: int) -> bool:

@@ -24,6 +24,7 @@ from sessiond.core.entries import CURRENT_SESSION_VERSION
 from sessiond.errors import StorageError
 
 from . import index_file
+from .budget import MemoryBudget
 from .fileio import atomic_write, save_aside, write_all
 from .ids import new_entry_id
 from .lines import MAX_LINE_BYTES, read_chunks, read_lines
@@ -83,6 +84,9 @@ def _index_or_scan(
         return scan(path, file_chunks(fd), size), False
     known, _ = loaded
     known.indexed_size = known.size
+    # An index holds what a scan found, so the same bound applies (an index written by an
+    # older sessiond may describe a file that bound refuses).
+    MemoryBudget(path, size).check(len(known.records), known.report)
     if size == known.size:
         return known, True
     os.lseek(fd, known.size, os.SEEK_SET)

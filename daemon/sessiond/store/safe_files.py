@@ -20,6 +20,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
@@ -44,7 +45,7 @@ def open_regular(
     ``O_CREAT``'s mode 0600 when creating).
 
     ``sidecar``: the file is one sessiond keeps beside a session (the lock, the pruned
-    outputs) and writes into; see ``_check_sidecar``. Other ``OSError``s (not found,
+    outputs) and writes into; see ``check_sidecar``. Other ``OSError``s (not found,
     permission) reach the caller.
     """
     try:
@@ -59,7 +60,7 @@ def open_regular(
         if not stat.S_ISREG(status.st_mode):
             raise _not_a_file(path, what, status.st_mode)
         if sidecar and os.name == "posix":
-            _check_sidecar(fd, status, path, what)
+            check_sidecar(fd, status, path, what)
         if _NONBLOCK:
             # Non-blocking I/O means nothing for a regular file, but leave the
             # descriptor as an ordinary one for whoever reads or writes it.
@@ -72,18 +73,12 @@ def open_regular(
     return fd
 
 
-def _check_sidecar(fd: int, status: os.stat_result, path: Path, what: str) -> None:
+def check_sidecar(fd: int, status: os.stat_result, path: Path, what: str) -> None:
     """A file sessiond writes into must be its own: one name only (a hard link would make
     it write into another file), and nobody else able to write it (another user may have
     made it, to read what sessiond puts there). One that others may only read is made
     private (0600), as sessiond would have created it."""
-    if status.st_nlink > 1:
-        raise InvalidSessionFileError(
-            f"{path}: the {what} has other names (hard links), so sessiond will not "
-            "write into it; remove it",
-            reason="hardLink",
-            path=str(path),
-        )
+    refuse_other_names(status, path, what)
     if status.st_mode & 0o022:
         raise InvalidSessionFileError(
             f"{path}: others can write the {what}, so sessiond will not write into it; remove it",
@@ -92,6 +87,68 @@ def _check_sidecar(fd: int, status: os.stat_result, path: Path, what: str) -> No
         )
     if status.st_mode & 0o077:
         os.fchmod(fd, FILE_MODE)
+
+
+def open_own_sidecar(
+    path: Path, what: str, first_line: bytes, is_ours: Callable[[bytes], bool]
+) -> int:
+    """A descriptor appending to the sidecar at ``path``, which sessiond made: a new one
+    (``O_EXCL``) starts with ``first_line``; one already there is used only if it is the
+    user's own, has one name and its first line is one sessiond writes (``is_ours``),
+    and it is only read until that is known. Anything else there (the user's own
+    ``notes.pruned``) is ``notOurs``, never written, chmodded or removed."""
+    flags = os.O_WRONLY | os.O_APPEND
+    try:
+        fd = open_regular(path, flags | os.O_CREAT | os.O_EXCL, what=what)
+    except FileExistsError:
+        pass
+    else:
+        try:
+            os.write(fd, first_line)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+    reader = open_regular(path, os.O_RDONLY, what=what)
+    try:
+        status = os.fstat(reader)
+        if status.st_uid != os.geteuid() or not is_ours(_first_line(reader)):
+            raise not_ours(path, what)
+        refuse_other_names(status, path, what)
+        fd = open_regular(path, flags, what=what, sidecar=True)
+    finally:
+        os.close(reader)
+    if (os.fstat(fd).st_dev, os.fstat(fd).st_ino) != (status.st_dev, status.st_ino):
+        os.close(fd)
+        raise not_ours(path, what)  # swapped between the look and the open
+    return fd
+
+
+def _first_line(fd: int, most: int = 64 * 1024) -> bytes:
+    data = os.pread(fd, most, 0)
+    return data.split(b"\n", 1)[0]
+
+
+def not_ours(path: Path, what: str) -> InvalidSessionFileError:
+    return InvalidSessionFileError(
+        f"{path} exists and is not a {what} sessiond made, so sessiond will not use it: "
+        "sessiond never takes over a file it did not create (give the session file "
+        "another name, or move that file away)",
+        reason="notOurs",
+        path=str(path),
+    )
+
+
+def refuse_other_names(status: os.stat_result, path: Path, what: str) -> None:
+    """``hardLink`` for a file with more than one name: what sessiond wrote into it would
+    land in another file too."""
+    if status.st_nlink > 1:
+        raise InvalidSessionFileError(
+            f"{path}: the {what} has other names (hard links), so sessiond will not "
+            "write into it; remove it",
+            reason="hardLink",
+            path=str(path),
+        )
 
 
 def check_regular_or_absent(path: Path, what: str = "session file") -> bool:

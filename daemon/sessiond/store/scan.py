@@ -1,11 +1,11 @@
 """Reading a session file into the index, without decoding message bodies.
 
 The file is read in chunks (a 200 MB session never sits in memory whole).
-Each line is decoded straight into its index record: msgspec reads the few
-fields the record has and skips the rest of the line, validating it as JSON
-as it goes, all in C. Lines that do not decode that way take a slow path that
-classifies them: the header, blank lines, damaged lines, odd field types,
-invalid UTF-8. Nothing is silently dropped.
+Each line's keys (``records.LineKeys``) are decoded in C: msgspec reads the few
+fields the index needs and skips the rest of the line, validating it as JSON as it
+goes; the record around them holds the daemon's own bookkeeping, which no line
+sets. Lines that do not decode that way take a slow path that classifies them:
+the header, blank lines, damaged lines, odd field types, invalid UTF-8. Nothing is silently dropped.
 
 UTF-8 inside skipped fields is not checked here (checking a 200 MB file costs
 seconds); the store checks each line when it first uses its body.
@@ -21,7 +21,7 @@ the ``.corrupt`` file (and saying whether it was all NUL bytes).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -39,9 +39,10 @@ from sessiond.core.title_slot import (
 )
 from sessiond.errors import InvalidSessionFileError
 
+from .budget import MemoryBudget
 from .fileio import path_error
 from .lines import MAX_LINE_BYTES, PartialLine
-from .records import EntryRecord, MessageRole
+from .records import KEYS_DECODER, EntryRecord, LineKeys, keys_or_none, loose_keys, record_of
 from .recovery import DamagedLine, RecoveryReport, TornTail, preview_of
 from .safe_files import open_regular
 
@@ -50,7 +51,9 @@ _BOM: Final = b"\xef\xbb\xbf"
 _WHITESPACE: Final = b" \t\r\n"
 # Entries the index decodes whole: small, and needed for labels and the name.
 EAGER_TYPES: Final = frozenset({"label", "session_info"})
-_RECORD_DECODER: Final = msgspec.json.Decoder(EntryRecord)
+# The memory budget is checked every this many records (plus one) as well as per chunk,
+# so that a chunk of tiny lines cannot overshoot it by much.
+_BUDGET_EVERY: Final = 0x3FFF
 
 
 @dataclass
@@ -105,14 +108,22 @@ def read_session_bytes(path: Path) -> tuple[int, Iterator[bytes]]:
     return os.fstat(fd).st_size, chunks()
 
 
-def scan(path: Path, chunks: Iterable[bytes], size: int) -> ScanResult:
-    """Index a session from its bytes. Raises ``InvalidSessionFileError`` for a bad header.
+def scan(
+    path: Path,
+    chunks: Iterable[bytes],
+    size: int,
+    visit: Callable[[list[EntryRecord]], None] | None = None,
+) -> ScanResult:
+    """Index a session from its bytes. Raises ``InvalidSessionFileError`` for a bad header,
+    ``LimitExceededError`` for a file that would take too much memory (``budget``).
 
     Linear in the file's size whatever its lines are like, and never holding more than
     one chunk and one line of at most ``MAX_LINE_BYTES``: a longer line is reported
     (a damaged line, or a torn tail if it is the last and has no newline) and skipped.
+    With ``visit``, the records are handed to it chunk by chunk and not kept (the result
+    has none): a listing reads a file in memory that does not grow with it.
     """
-    scanner = _Scanner(path)
+    scanner = _Scanner(path, MemoryBudget(path, size), visit)
     tail = _feed_chunks(scanner, chunks, 0)
     return scanner.finish(tail, size)
 
@@ -129,13 +140,14 @@ class AppendedLines:
 
 
 def scan_appended(
-    path: Path, known: ScanResult, start: int, chunks: Iterable[bytes]
+    path: Path, known: ScanResult, start: int, chunks: Iterable[bytes], budget: MemoryBudget
 ) -> AppendedLines:
     """Index the complete lines that follow ``start`` (the end of a complete line) in a
     file whose first ``start`` bytes ``known`` describes. An unfinished last line is not
     read: ``end`` stops before it, for the caller to decide whether it is still being
-    written."""
-    scanner = _continuing(path, known)
+    written. ``budget``: what the file may take in memory, the records held so far
+    included."""
+    scanner = _continuing(path, known, budget)
     tail = _feed_chunks(scanner, chunks, start)
     end = tail.offset if tail is not None else scanner.fed_to
     return AppendedLines(
@@ -151,16 +163,16 @@ def scan_rest(path: Path, known: ScanResult, chunks: Iterable[bytes], size: int)
     """Finish the scan of a file of ``size`` bytes whose first ``known.size`` bytes (up to
     the end of a line) ``known`` describes: the same result as a scan of the whole file,
     reading only the rest (``chunks``, from ``known.size``)."""
-    scanner = _continuing(path, known)
+    scanner = _continuing(path, known, MemoryBudget(path, size))
     scanner.records = known.records
     scanner.report = known.report
     tail = _feed_chunks(scanner, chunks, known.size)
     return scanner.finish(tail, size)
 
 
-def _continuing(path: Path, known: ScanResult) -> _Scanner:
+def _continuing(path: Path, known: ScanResult, budget: MemoryBudget) -> _Scanner:
     """A scanner that goes on after the lines ``known`` describes."""
-    scanner = _Scanner(path)
+    scanner = _Scanner(path, budget)
     scanner.result = ScanResult(
         header=known.header,
         header_data=known.header_data,
@@ -198,6 +210,7 @@ def _feed_chunks(scanner: _Scanner, chunks: Iterable[bytes], base: int) -> Parti
             partial.extend(memoryview(chunk)[rest:])
         base += len(chunk)
         scanner.fed_to = base if partial is None else partial.offset
+        scanner.chunk_done()
     return partial
 
 
@@ -213,7 +226,12 @@ def _at_most_chunk_size(chunks: Iterable[bytes]) -> Iterator[bytes]:
 
 
 class _Scanner:
-    def __init__(self, path: Path) -> None:
+    def __init__(
+        self,
+        path: Path,
+        budget: MemoryBudget,
+        visit: Callable[[list[EntryRecord]], None] | None = None,
+    ) -> None:
         self.path = path
         self.line_no = 0
         self.result: ScanResult | None = None
@@ -223,6 +241,16 @@ class _Scanner:
         # The offset up to which complete lines have been fed.
         self.fed_to = 0
         self.title_slot: TitleSlot | None = None
+        self._budget = budget
+        self._visit = visit
+
+    def chunk_done(self) -> None:
+        """After each chunk: the records go to the visitor, or count against the budget."""
+        if self._visit is not None:
+            self._visit(self.records)
+            self.records = []
+            self.eager_lines.clear()
+        self._budget.check(len(self.records), self.report)
 
     def feed(self, data: bytes | bytearray, pos: int, end: int, base: int) -> None:
         """Handle the complete lines ``data[pos:end]``; ``data[0]`` is at file offset ``base``."""
@@ -237,8 +265,9 @@ class _Scanner:
             # An old file's entries are read by the migration, not indexed here.
             self.line_no += data.count(b"\n", pos, end)
             return
-        # The hot loop: one C-level decode per line builds the record.
-        decode = _RECORD_DECODER.decode
+        # The hot loop: one C-level decode per line reads its keys.
+        decode = KEYS_DECODER.decode
+        make = record_of
         records = self.records
         append = records.append
         line_no = self.line_no
@@ -247,17 +276,16 @@ class _Scanner:
             newline = find(b"\n", pos, end)
             line_no += 1
             try:
-                record = decode(view[pos:newline])
+                keys = decode(view[pos:newline])
             except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
                 self.line_no = line_no
                 self._slow_line(view[pos:newline], base + pos)
                 seq = len(records)
             else:
-                record.offset = base + pos
-                record.length = newline - pos
-                record.seq = seq
+                append(make(keys, base + pos, newline - pos, seq))
                 seq += 1
-                append(record)
+                if not seq & _BUDGET_EVERY:
+                    self._budget.check(len(records), self.report)
             pos = newline + 1
         self.line_no = line_no
 
@@ -329,6 +357,7 @@ class _Scanner:
                 for record in self.records[-1:]:
                     if record.offset == base:
                         record.length = len(data) - 1
+        self.chunk_done()
         if self.result is None:
             if size == 0:
                 raise InvalidSessionFileError(
@@ -377,29 +406,27 @@ class _Scanner:
             self.report.invalid_utf8_lines.append(self.line_no)
             raw = raw.decode("utf-8", "replace").encode("utf-8")
             repaired = True
-        record: EntryRecord | None
+        keys: LineKeys | None
         try:
-            record = _RECORD_DECODER.decode(raw)
+            keys = KEYS_DECODER.decode(raw)
         except msgspec.ValidationError:
-            record = _loose_record(raw)
+            keys = loose_keys(raw)
         except msgspec.DecodeError as exc:
             readable = replace_lone_surrogates(raw)
-            record = None if readable is raw else _record_or_none(readable)
-            if record is None:
+            keys = None if readable is raw else keys_or_none(readable)
+            if keys is None:
                 self._damaged(raw, offset, length, f"not valid JSON ({exc})")
                 return
             # pi reads a lone surrogate escape; sessiond reads U+FFFD in its place.
-            self.report.lone_surrogate_entries.append(record.id)
+            self.report.lone_surrogate_entries.append(keys.id)
             raw, repaired = readable, True
         except RecursionError:
             self._damaged(raw, offset, length, "nested too deeply to read")
             return
-        if record is None:
+        if keys is None:
             self._damaged(raw, offset, length, "not an entry (no string id)")
             return
-        record.offset = offset
-        record.length = length
-        record.seq = len(self.records)
+        record = record_of(keys, offset, length, len(self.records))
         record.utf8_state = 2 if repaired else 1
         self.eager_lines[offset] = raw
         self.records.append(record)
@@ -539,32 +566,6 @@ def decode_metadata(record: EntryRecord, line: bytes, report: RecoveryReport) ->
         report.unreadable_entries.append(record.id)
 
 
-def _loose_record(line: bytes) -> EntryRecord | None:
-    """The record of a line whose fields have unexpected types (read as pi would)."""
-    try:
-        data = msgspec.json.decode(line)
-    except (msgspec.DecodeError, RecursionError):
-        return None
-    if not isinstance(data, dict) or not isinstance(data.get("id"), str):
-        return None
-
-    def text(key: str) -> str | None:
-        value = data.get(key)
-        return value if isinstance(value, str) else None
-
-    message = data.get("message")
-    role = message.get("role") if isinstance(message, dict) else None
-    return EntryRecord(
-        id=data["id"],
-        type=text("type") or "",
-        parent_id=text("parentId"),
-        timestamp=text("timestamp") or "",
-        message=MessageRole(role if isinstance(role, str) else None)
-        if isinstance(message, dict)
-        else None,
-    )
-
-
 def _is_json(data: bytes | bytearray) -> bool:
     try:
         msgspec.json.decode(data)
@@ -573,15 +574,6 @@ def _is_json(data: bytes | bytearray) -> bool:
     except RecursionError:
         return True  # too deep to tell: keep it as a (damaged) line rather than cut it off
     return True
-
-
-def _record_or_none(raw: bytes) -> EntryRecord | None:
-    try:
-        return _RECORD_DECODER.decode(raw)
-    except msgspec.ValidationError:
-        return _loose_record(raw)
-    except (msgspec.DecodeError, RecursionError):
-        return None
 
 
 def _valid_utf8(data: bytes) -> bool:

@@ -43,14 +43,14 @@ from sessiond.core.entries import (
     MessageEntry,
     SessionHeader,
     SessionInfoEntry,
-    UnknownEntry,
 )
-from sessiond.core.jsjson import replace_lone_surrogates
 from sessiond.core.messages import AgentMessage, AssistantMessage
 from sessiond.core.title_slot import TitleSlot
 from sessiond.core.tokens import Estimator
 from sessiond.errors import (
+    BusyError,
     ConflictError,
+    FileChangedError,
     InvalidEntryError,
     InvalidSessionFileError,
     NotFoundError,
@@ -59,9 +59,9 @@ from sessiond.errors import (
 from sessiond.paths import check_session_id, default_session_dir, iso_now, session_file_name
 from sessiond.settings import StorageSettings
 
-from . import following, rewriting, title_line
+from . import following, line_check, rewriting, title_line
 from .edits import edit_replacement, editable_role
-from .fileio import AppendFile, atomic_write, path_error
+from .fileio import AppendFile, create_whole, path_error
 from .follow import FileFollower
 from .following import Followed, ledger_of
 from .ids import new_entry_id, new_session_id
@@ -72,7 +72,7 @@ from .omp_leaf_view import OmpLeafView
 from .opening import read_session
 from .records import EntryRecord, new_record
 from .recovery import DamagedLine, RecoveryReport
-from .safe_files import FILE_MODE, check_regular_or_absent, make_private_directories, open_regular
+from .safe_files import check_regular_or_absent, make_private_directories, open_regular
 from .scan import EAGER_TYPES, ScanResult, decode_metadata
 
 FsyncPolicy = Literal["always", "batch", "never"]
@@ -147,6 +147,14 @@ class SessionStore:
         self._append: AppendFile | None = None
         self._closed = False
         self._follower = FileFollower(path)
+        # Bumped whenever the index changes (appends, others' lines, a reload), so that
+        # changes read elsewhere (``catching_up``) are applied only to the state they
+        # were read for.
+        self._generation = 0
+        self._inline_follow_bytes: int | None = None
+        # While a rewrite of the file runs apart (in a worker thread), nothing may be
+        # appended: it would go to the file the rewrite replaces.
+        self.appends_held = False
         # The file as a scan would describe it (the lines read and written since
         # included): what the persistent index keeps at close. None when it cannot be
         # kept (not written yet, read through a migrated copy, rewritten since).
@@ -163,6 +171,7 @@ class SessionStore:
 
     def _take_scan(self, scan_result: ScanResult | None) -> None:
         """Build the in-memory index from a scan (or an empty one), leaf at the last entry."""
+        self._generation += 1
         self._ledger = None
         # oh-my-pi's title line, if the file starts with one; it decides the dialect.
         self.title_slot: TitleSlot | None = (
@@ -356,9 +365,28 @@ class SessionStore:
         return len(self._records)
 
     @property
+    def byte_size(self) -> int:
+        """How many bytes the session holds: its file's, or (not written yet) its lines'."""
+        if self._persisted:
+            return self._size
+        return len(self._header_line) + sum(len(line) + 1 for line in self._unwritten.values())
+
+    @property
     def leaf_id(self) -> str | None:
         leaf = self._view.leaf
         return leaf.id if leaf is not None else None
+
+    @property
+    def inline_follow_bytes(self) -> int | None:
+        """At most this many bytes of others' changes are read where the store is used
+        (None: any amount). A daemon sets it and reads more in a worker thread
+        (``catching_up``); beyond it a follow or an append is ``CatchUpNeeded``."""
+        return self._inline_follow_bytes
+
+    @inline_follow_bytes.setter
+    def inline_follow_bytes(self, limit: int | None) -> None:
+        self._inline_follow_bytes = limit
+        self._follower.scan_limit = limit
 
     @property
     def leaf_view(self) -> ContextView:
@@ -418,44 +446,32 @@ class SessionStore:
             self._message_cache.popitem(last=False)
 
     def _decode(self, record: EntryRecord) -> Entry:
-        line = self.raw_line(record)
+        line = self._line(record, line_check.readable_line)
         try:
-            return decode_entry(line)
-        except (msgspec.DecodeError, NotAnEntry):
-            # Indexed lines are JSON objects with ids; reaching this means the file
-            # changed under us. Keep the tree intact rather than fail the read.
-            return UnknownEntry(
-                type=record.type,
-                id=record.id,
-                parent_id=record.parent_id,
-                timestamp=record.timestamp,
-                data={},
-            )
+            entry = decode_entry(line)
+        except (msgspec.DecodeError, NotAnEntry, RecursionError):
+            entry = None
+        if entry is None or entry.id != record.id:
+            # Indexed lines are JSON objects with that id: the file changed under us.
+            self._follower.suspect()
+            raise line_check.changed(self.path, record)
+        return entry
 
     def raw_line(self, record: EntryRecord) -> bytes:
-        """The entry's line as stored (without the newline), as valid UTF-8 and strict JSON."""
+        """The entry's line as stored (without the newline), as valid UTF-8 and strict JSON:
+        what may be sent on as it is. ``FileChangedError`` if another program changed the
+        line behind the daemon (``line_check``); the file is then read again."""
         if record.offset < 0:
             return self._unwritten[record.id]
+        return self._line(record, line_check.checked_line)
+
+    def _line(self, record: EntryRecord, check: line_check.LineCheck) -> bytes:
         data = os.pread(self._reader(), record.length, record.offset)
-        if record.utf8_state == 1:
-            return data
-        first_read = record.utf8_state == 0
-        record.utf8_state = 1
         try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
-            # pi reads invalid UTF-8 with replacement characters; so does sessiond,
-            # and the report says which entry it was.
-            if first_read:
-                self.recovery.invalid_utf8_entries.append(record.id)
-            record.utf8_state = 2
-            data = data.decode("utf-8", "replace").encode("utf-8")
-        readable = replace_lone_surrogates(data)
-        if readable is not data:
-            if first_read:
-                self.recovery.lone_surrogate_entries.append(record.id)
-            record.utf8_state = 2
-        return readable
+            return check(record, data, self.path, self.recovery)
+        except FileChangedError:
+            self._follower.suspect()
+            raise
 
     def raw_message(self, record: EntryRecord) -> bytes:
         """The original JSON of a message entry's ``message``, unknown fields included."""
@@ -602,6 +618,12 @@ class SessionStore:
         this dialect).
         """
         self._check_writable()
+        if self.appends_held:
+            raise BusyError(
+                f"sessiond is rewriting {self.path}; try again in a moment",
+                reason="fileRewriting",
+                path=str(self.path),
+            )
         if self._persisted:
             following.before_append(self)
         if not isinstance(expected_leaf_id, _Unset) and expected_leaf_id != self.leaf_id:
@@ -836,6 +858,7 @@ class SessionStore:
         if self._append is None:
             self._append = AppendFile(self.path)
         self._append.append(data, sync=force or self.storage.fsync == "always")
+        self._generation += 1
         for (record, _, _), record_offset in zip(prepared, offsets, strict=True):
             record.offset = record_offset
         self._size += len(data)
@@ -870,8 +893,9 @@ class SessionStore:
             offsets.append(offset)
             chunks += [line, b"\n"]
             offset += len(line) + 1
-        # A new file appears whole or not at all: temp file, fsync, rename.
-        atomic_write(self.path, chunks, mode=FILE_MODE)
+        # A new file appears whole or not at all (temp file, fsync, link), and never over
+        # a file someone else put at the path since the session was created.
+        create_whole(self.path, chunks)
         for record, record_offset in zip(self._unwritten_order, offsets, strict=True):
             record.offset = record_offset
         # The batch being written is indexed after this returns.
@@ -880,6 +904,7 @@ class SessionStore:
         self._unwritten_order.clear()
         self._size = offset
         self._persisted = True
+        self._generation += 1
         self._append = AppendFile(self.path)
         self._ledger = ScanResult(
             header=self.header,

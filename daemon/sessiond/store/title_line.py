@@ -135,18 +135,20 @@ def _rewrite_first_line(store: SessionStore, line: bytes, old_length: int) -> No
     store._follower.saw(store._reader(), store._size)
 
 
-def reread(store: SessionStore) -> None:
+def reread(store: SessionStore, data: bytes | None = None) -> None:
     """The title line as the file has it now (another program may have renamed the
-    session). A line that is no longer a valid title line of the same length is left as
-    last read: the store's offsets depend on that length, and a rewrite of the whole
-    file is noticed as such."""
+    session): ``data``, the line's bytes read already (a daemon reads them where it reads
+    the lines appended, in a worker thread), or read here. A line that is no longer a
+    valid title line of the same length is left as last read: the store's offsets depend
+    on that length, and a rewrite of the whole file is noticed as such."""
     slot = store.title_slot
     if slot is None:
         return
-    try:
-        data = os.pread(store._reader(), slot.length, 0)
-    except (OSError, StorageError):
-        return
+    if data is None:
+        try:
+            data = os.pread(store._reader(), slot.length, 0)
+        except (OSError, StorageError):
+            return
     if len(data) != slot.length or not data.endswith(b"\n"):
         return
     try:

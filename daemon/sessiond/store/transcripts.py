@@ -24,7 +24,7 @@ from sessiond.core.entries import CURRENT_SESSION_VERSION, Entry, SessionHeader
 from sessiond.errors import InvalidParamsError, InvalidSessionFileError
 
 from .claude_code import ClaudeCodeReader, ImportStats
-from .fileio import atomic_write, path_error
+from .fileio import atomic_write, create_whole, path_error
 from .ids import new_session_id
 from .lines import MAX_LINE_BYTES
 from .safe_files import check_regular_or_absent, open_regular
@@ -125,7 +125,10 @@ def import_claude_code(source: Path, target: Path, *, overwrite: bool = False) -
             path=str(source),
         )
     header = session_header(reader.stats)
-    atomic_write(target, _session_lines(header, first, entries))
+    # Unless asked to replace it, a file that appears at ``target`` while the transcript is
+    # read is left as it is (``conflict``): the session is linked into place, not renamed.
+    write = atomic_write if overwrite else create_whole
+    write(target, _session_lines(header, first, entries))
     return reader.stats
 
 

@@ -177,7 +177,7 @@ def run(seed: int, workdir: Path) -> None:
             written = store.append_entries(_turn(rng, marker, size))
             ack("append", {"ids": [e.id for e in written], "marker": marker, "size": size})
         elif op == "prune":
-            plan = prune_tool_outputs(store, chars)
+            plan = asyncio.run(prune_tool_outputs(store, chars))
             ack("prune", {"targets": [c.entry_id for c in plan.candidates], "edits": plan.edit_ids})
         elif op == "compact":
             compactor = Compactor(store, settings.compaction, chars)

@@ -206,6 +206,13 @@ function Client:start(callback)
   self:_spawn()
 end
 
+-- vim.lsp.rpc's errors that mean the daemon's stream cannot be read any more.
+local UNREADABLE = {
+  [vim.lsp.rpc.client_errors.INVALID_SERVER_JSON] = true,
+  [vim.lsp.rpc.client_errors.INVALID_SERVER_MESSAGE] = true,
+  [vim.lsp.rpc.client_errors.READ_ERROR] = true,
+}
+
 function Client:_spawn()
   self.state = 'starting'
   self.generation = self.generation + 1
@@ -226,6 +233,14 @@ function Client:_spawn()
       vim.schedule(function()
         self:_exited(generation, code, signal)
       end)
+    end,
+    on_error = function(code)
+      -- A body that is not JSON-RPC leaves the stream untrustworthy (the daemon never
+      -- sends one): end the connection, so that the requests waiting are answered
+      -- (by _exited) instead of never, and the next command starts afresh.
+      if UNREADABLE[code] and generation == self.generation then
+        self:_terminate()
+      end
     end,
   }
   local socket = self.opts.socket

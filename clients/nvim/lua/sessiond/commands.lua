@@ -4,6 +4,7 @@
 local async = require('sessiond.async')
 local client_mod = require('sessiond.client')
 local status = require('sessiond.status')
+local inert = require('sessiond.text').inert
 local tree = require('sessiond.tree')
 
 local M = {}
@@ -28,7 +29,7 @@ local KIND_LEVELS = {
 
 local function report_error(what, err)
   local level = KIND_LEVELS[client_mod.error_kind(err)] or levels.ERROR
-  notify(('%s: %s'):format(what, err and err.message or 'unknown error'), level)
+  notify(('%s: %s'):format(inert(what), inert(err and err.message or 'unknown error')), level)
 end
 
 -- Flows return (result) or (nil, err); turn that into callback(err, result).
@@ -74,7 +75,8 @@ local function choose_session_file(client)
     kind = 'sessiond.session',
     format_item = function(s)
       local title = s.name ~= vim.NIL and s.name or s.firstMessage
-      return ('%s  %s (%d entries)'):format((s.modified:sub(1, 16):gsub('T', ' ')), title, s.entryCount)
+      local modified = s.modified:sub(1, 16):gsub('T', ' ')
+      return ('%s  %s (%d entries)'):format(inert(modified), inert(title), s.entryCount)
     end,
   })
   return choice and choice.path

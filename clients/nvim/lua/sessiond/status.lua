@@ -3,9 +3,9 @@
 --
 -- The statusline function only reads this state: a statusline is evaluated
 -- on every redraw, so it must never wait for the daemon.
-local M = {}
+local inert = require('sessiond.text').inert
 
-local unpack = table.unpack or unpack
+local M = {}
 
 local state = {
   sessions = {}, -- sessionId -> session state (see `opened`)
@@ -344,7 +344,8 @@ function M.describe(info, session_id)
   end
   for _, row in ipairs(rows) do
     if row[2] ~= nil then
-      lines[#lines + 1] = ('%-10s %s'):format(unpack(row))
+      -- Names, paths and the daemon's messages quote files: one inert line each.
+      lines[#lines + 1] = ('%-10s %s'):format(row[1], inert(row[2]))
     end
   end
   return lines

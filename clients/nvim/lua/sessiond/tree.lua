@@ -5,6 +5,8 @@
 -- everything off the screen. As in pi's tree view, a line is indented only
 -- where the tree branches: the children of an entry with several children
 -- get a connector ("├─ ", "└─ ") and one more level of depth.
+local inert = require('sessiond.text').inert
+
 local M = {}
 
 local unpack = table.unpack or unpack
@@ -33,13 +35,13 @@ local FALLBACK_TEXT = {
 local function text_of(node)
   local preview = value(node.preview)
   if preview and preview ~= '' then
-    return preview
+    return inert(preview)
   end
   local role = value(node.role)
   if node.type == 'message' and role then
-    return role
+    return inert(role)
   end
-  return FALLBACK_TEXT[node.type] or node.type
+  return FALLBACK_TEXT[node.type] or inert(node.type)
 end
 
 -- Every node reachable from the roots, parents before children. Iterative:
@@ -126,7 +128,7 @@ function M.items(tree, opts)
       return visible[child] and not listed[child]
     end, node.children or {})
     if shown(node) then
-      local label = value(node.label)
+      local label = inert(value(node.label))
       local active = node.active == true
       local is_leaf = id == leaf
       local marker = is_leaf and markers.leaf or active and markers.active or markers.none

@@ -10,6 +10,7 @@ import {
   type StatusState,
   type StatusView,
 } from "./status.js";
+import { inert } from "./text.js";
 import { buildTreeModel, type TreeItemModel } from "./treeModel.js";
 
 export interface OpenedSession {
@@ -149,7 +150,9 @@ export class SessionController {
   }
 
   private async start(): Promise<SessiondClient> {
-    const { config, log = () => undefined } = this.options;
+    const { config } = this.options;
+    // The daemon's stderr and warnings quote files and clients: one inert line each.
+    const log = (line: string) => this.options.log?.(inert(line));
     const client = new SessiondClient();
     if (config.llm.enabled && this.options.chatModels) {
       client.onLlmComplete(

@@ -8,6 +8,7 @@ import {
   type WorkDoneProgress,
 } from "@sessiond/client";
 import { formatTokens } from "./status.js";
+import { inert, pickText } from "./text.js";
 import { buildTreeModel, flattenTree } from "./treeModel.js";
 
 export interface PickItem<T> {
@@ -95,7 +96,7 @@ export async function navigateFlow(
     const rows = flattenTree(buildTreeModel(await client.tree({ sessionId })));
     targetId = await ui.pick(
       rows.map(({ row, depth }) => ({
-        label: `${"  ".repeat(depth)}${row.active ? "●" : "○"} ${row.label}`,
+        label: `${"  ".repeat(depth)}${row.active ? "●" : "○"} ${pickText(row.label)}`,
         description: row.description,
         value: row.id,
       })),
@@ -161,9 +162,9 @@ export async function pickSessionFlow(client: Client, ui: Ui, cwd: string | unde
   const picked = await ui.pick<string>(
     [
       ...sessions.map((s) => ({
-        label: s.name ?? (s.firstMessage || "(no messages)"),
-        description: `${s.entryCount} entries · ${s.modified.slice(0, 16).replace("T", " ")}`,
-        detail: s.path,
+        label: pickText(s.name ?? (s.firstMessage || "(no messages)")),
+        description: pickText(`${s.entryCount} entries · ${s.modified.slice(0, 16).replace("T", " ")}`),
+        detail: pickText(s.path),
         value: s.path,
       })),
       { label: "$(folder-opened) Browse for a session file…", value: BROWSE },
@@ -187,5 +188,5 @@ function report(ui: Ui, error: unknown, expected: Partial<Record<string, string>
     ui.info(expected[error.kind]!);
     return;
   }
-  ui.error(`sessiond: ${error instanceof Error ? error.message : String(error)}`);
+  ui.error(`sessiond: ${inert(error instanceof Error ? error.message : String(error))}`);
 }

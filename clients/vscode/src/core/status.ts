@@ -4,6 +4,7 @@ import type {
   Usage,
   WorkDoneProgress,
 } from "@sessiond/client";
+import { inert } from "./text.js";
 
 /** What the status bar item knows. Updated by `reduceStatus`, shown by `renderStatus`. */
 export interface StatusState {
@@ -70,13 +71,14 @@ export function renderStatus(state: StatusState): StatusView {
   if (!state.connected) {
     return {
       text: "$(debug-disconnect) sessiond",
-      tooltip: state.lastOutcome ?? "sessiond is not running",
+      tooltip: state.lastOutcome !== undefined ? inert(state.lastOutcome) : "sessiond is not running",
       warning: false,
     };
   }
-  const name = state.sessionName ? `${state.sessionName}\n` : "";
+  // A session's name and the daemon's messages quote files and models: shown inert.
+  const name = state.sessionName ? `${inert(state.sessionName)}\n` : "";
   if (state.compacting) {
-    const detail = state.compacting.message ? `: ${state.compacting.message}` : "";
+    const detail = state.compacting.message ? `: ${inert(state.compacting.message)}` : "";
     const percent = state.compacting.percentage !== undefined ? ` ${state.compacting.percentage}%` : "";
     return {
       text: `$(sync~spin) Compacting${percent}…`,
@@ -94,7 +96,7 @@ export function renderStatus(state: StatusState): StatusView {
     `Compaction threshold: ${usage.threshold.toLocaleString("en-US")} tokens${usage.shouldCompact ? " (reached)" : ""}`,
     `Estimated with: ${usage.estimator}`,
   ];
-  if (state.lastOutcome) lines.push(state.lastOutcome);
+  if (state.lastOutcome) lines.push(inert(state.lastOutcome));
   return {
     text: `$(history) ${formatPercent(usage.percent)} · ${formatTokens(usage.tokens)}/${formatTokens(usage.contextWindow)}`,
     tooltip: lines.join("\n"),

@@ -1,4 +1,5 @@
 import type { TreeNode, TreeResult } from "@sessiond/client";
+import { inert } from "./text.js";
 
 /** What an entry is, for its icon. */
 export type NodeKind =
@@ -103,7 +104,7 @@ function describe(node: TreeNode, leafId: string | null): TreeItemModel {
   const kind = kindOf(node);
   // A label goes before the text: the text is long and the view cuts a row at its
   // width, so anything after it (the description) is rarely seen in a side bar.
-  const label = `${node.label ? `[${node.label}] ` : ""}${labelOf(node, kind)}`;
+  const label = `${node.label ? `[${inert(node.label)}] ` : ""}${labelOf(node, kind)}`;
   const time = node.timestamp.replace("T", " ").replace(/\.\d+Z$/, "Z");
   return {
     id: node.id,
@@ -112,6 +113,7 @@ function describe(node: TreeNode, leafId: string | null): TreeItemModel {
     description: node.id === leafId ? "← leaf" : "",
     tooltip: [`${node.type}${node.role ? ` (${node.role})` : ""} ${node.id}`, time, node.preview ?? ""]
       .filter(Boolean)
+      .map(inert)
       .join("\n"),
     active: node.active ?? false,
     leaf: node.id === leafId,
@@ -154,5 +156,6 @@ function labelOf(node: TreeNode, kind: NodeKind): string {
   else if (node.role === "toolResult" && text.startsWith("toolResult ")) text = text.slice("toolResult ".length);
   text = text.replace(/\s+/g, " ").trim();
   if (!text) text = kind === "other" ? node.type.replace(/_/g, " ") : kind;
+  text = inert(text);
   return text.length > MAX_LABEL ? `${text.slice(0, MAX_LABEL - 1)}…` : text;
 }
