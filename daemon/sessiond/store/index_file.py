@@ -24,6 +24,13 @@ times, so such an index is not trusted for an unchanged size). Anything else (a
 damaged, foreign, truncated or stale index) is ignored and the file scanned, and a new
 index replaces it.
 
+**Brought up to date.** After an open that read an index and scanned what was appended,
+the new index is written whole as always (a new file renamed over the old one, with
+fingerprints of the file as it is now), but its rows for the lines the old index
+described are the very bytes that were read and checked for this open, copied rather
+than encoded again: only the appended lines' rows are encoded. The file is the one a
+full write would make.
+
 What stays possible: a same-length edit of bytes outside the sampled windows, made
 *together with* an append. Catching that would mean hashing the whole file at every
 open, which costs as much as the scan the index saves.
@@ -124,6 +131,7 @@ class FileIdentity:
 
 _meta_decoder: Final = msgspec.msgpack.Decoder(IndexMeta)
 _rows_decoder: Final = msgspec.msgpack.Decoder(list[PackedRecord])
+_rows_encoder: Final = msgspec.msgpack.Encoder()
 _header_decoder: Final = msgspec.json.Decoder(dict[str, object])
 
 
@@ -138,9 +146,22 @@ def index_path_for(session_path: Path, directory: Path | None = None) -> Path:
     return (directory or index_directory()) / f"{key}.idx"
 
 
-def load(
-    session_path: Path, fd: int, directory: Path | None = None
-) -> tuple[ScanResult, IndexMeta] | None:
+@dataclass
+class IndexedRows:
+    """The rows of a trusted index as they were read: the first ``count`` records of the
+    result it was loaded into, encoded (the msgpack array's items, without its header)."""
+
+    count: int
+    items: memoryview
+
+
+@dataclass
+class LoadedIndex:
+    result: ScanResult
+    rows: IndexedRows
+
+
+def load(session_path: Path, fd: int, directory: Path | None = None) -> LoadedIndex | None:
     """The scan result the index holds for the file open on ``fd``, if the index is
     trustworthy (see the module's docstring); None otherwise. Never raises for a bad
     index: it is only a cache."""
@@ -150,7 +171,7 @@ def load(
         return None
 
 
-def _load(session_path: Path, fd: int, index_path: Path) -> tuple[ScanResult, IndexMeta] | None:
+def _load(session_path: Path, fd: int, index_path: Path) -> LoadedIndex | None:
     try:
         index_fd = open_regular(index_path, os.O_RDONLY)
     except FileNotFoundError:
@@ -173,7 +194,8 @@ def _load(session_path: Path, fd: int, index_path: Path) -> tuple[ScanResult, In
     title_slot = _title_slot(fd, meta.title_slot_length)
     if meta.title_slot_length and title_slot is None:
         return None
-    records = _rows_decoder.decode(view[8 + meta_length :])
+    rows = view[8 + meta_length :]
+    records = _rows_decoder.decode(rows)
     for seq, record in enumerate(records):
         record.seq = seq
     header_data = _header_decoder.decode(meta.header)
@@ -191,7 +213,27 @@ def _load(session_path: Path, fd: int, index_path: Path) -> tuple[ScanResult, In
         line_count=meta.line_count,
         title_slot=title_slot,
     )
-    return result, meta
+    return LoadedIndex(result, IndexedRows(len(records), rows[_array_header_length(rows) :]))
+
+
+def _array_header_length(encoded: memoryview | bytes) -> int:
+    """The length of the header of the msgpack array ``encoded`` starts with."""
+    first = encoded[0]
+    if 0x90 <= first <= 0x9F:  # fixarray
+        return 1
+    if first == 0xDC:  # array 16
+        return 3
+    if first == 0xDD:  # array 32
+        return 5
+    raise ValueError("not a msgpack array")
+
+
+def _array_header(count: int) -> bytes:
+    if count < 16:
+        return bytes([0x90 | count])
+    if count < 1 << 16:
+        return b"\xdc" + count.to_bytes(2, "big")
+    return b"\xdd" + count.to_bytes(4, "big")
 
 
 def _title_slot(fd: int, length: int) -> TitleSlot | None:
@@ -278,10 +320,16 @@ def save(
     result: ScanResult,
     header_line: bytes,
     directory: Path | None = None,
+    *,
+    indexed: IndexedRows | None = None,
 ) -> bool:
     """Write the index of ``result`` (a scan of the whole file open on ``fd``, ending
     with a newline) atomically. Returns whether it was written: a cache directory that
-    cannot be written is not an error."""
+    cannot be written is not an error.
+
+    ``indexed``: the rows of the index ``result`` was loaded from, when its first
+    ``indexed.count`` records are still exactly the ones those rows hold (an open that
+    scanned what was appended and changed nothing else): they are copied, not encoded."""
     if result.size == 0 or not result.ends_with_newline:
         return False
     try:
@@ -315,13 +363,23 @@ def save(
             ),
         )
         encoded_meta = msgspec.msgpack.encode(meta)
-        rows = msgspec.msgpack.encode([_row(record) for record in result.records])
         target = index_path_for(session_path, index_dir)
-        atomic_write(target, [_MAGIC, len(encoded_meta).to_bytes(8, "little"), encoded_meta, rows])
+        head = [_MAGIC, len(encoded_meta).to_bytes(8, "little"), encoded_meta]
+        atomic_write(target, [*head, *_encoded_rows(result.records, indexed)])
         _prune(index_dir, keep=target)
     except (OSError, ValueError, msgspec.EncodeError, SessiondError):
         return False  # a cache must never fail the open it speeds up
     return True
+
+
+def _encoded_rows(records: list[EntryRecord], indexed: IndexedRows | None) -> list[bytes]:
+    """The rows as one msgpack array: the items of ``indexed`` as they are, then the
+    rest encoded."""
+    if indexed is None or not 0 < indexed.count <= len(records):
+        return [_rows_encoder.encode([_row(record) for record in records])]
+    rest = _rows_encoder.encode([_row(record) for record in records[indexed.count :]])
+    items = memoryview(rest)[_array_header_length(rest) :]
+    return [_array_header(len(records)), bytes(indexed.items), bytes(items)]
 
 
 def _row(
