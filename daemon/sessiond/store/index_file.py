@@ -195,9 +195,9 @@ def _load(session_path: Path, fd: int, index_path: Path) -> LoadedIndex | None:
     if meta.title_slot_length and title_slot is None:
         return None
     rows = view[8 + meta_length :]
+    # Each row holds its record's place in file order (``seq``), written as it was found;
+    # a path walk only takes it as a hint and checks it, so it is not counted again here.
     records = _rows_decoder.decode(rows)
-    for seq, record in enumerate(records):
-        record.seq = seq
     header_data = _header_decoder.decode(meta.header)
     header = msgspec.convert(
         {"timestamp": "", **header_data, "version": meta.version}, SessionHeader, strict=False
