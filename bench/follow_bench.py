@@ -49,7 +49,7 @@ PI_OPEN = ROOT / "bench" / "pi_open_context.mjs"
 
 
 def session_file() -> Path:
-    from bench.generate_session import generate
+    from sessiond_testkit.generate_session import generate
 
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / "session-100000-linear.jsonl"

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bench import pi_format as pf
-from bench.generate_session import GeneratedInfo, generate
+
+from sessiond_testkit import pi_format as pf
+from sessiond_testkit.generate_session import GeneratedInfo, generate
 
 ROOT = Path(__file__).resolve().parents[2]
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")

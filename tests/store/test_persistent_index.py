@@ -11,12 +11,12 @@ from typing import Any
 
 import msgspec
 import pytest
-from bench.generate_session import generate
 
 from sessiond.settings import StorageSettings
 from sessiond.store import index_file
 from sessiond.store.opening import read_session
 from sessiond.store.session import SessionStore
+from sessiond_testkit.generate_session import generate
 
 from .helpers import assistant, stored_line, user
 
