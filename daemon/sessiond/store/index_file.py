@@ -4,8 +4,8 @@ Scanning a 100k-entry file costs a few tenths of a second (``protocol/behaviour.
 "The persistent index"); reading what the last scan found, a fraction of that. The
 index holds the scan's result (one row per line: offset, length, type, id, parentId,
 timestamp, role, the cached token figures) and the stat and content fingerprints of
-the file it describes. An open that finds a
-trustworthy index scans only the bytes after the indexed size.
+the file it describes. An open that finds a trustworthy index scans only the bytes
+after the indexed size.
 
 **Where.** In the user's cache directory (``$XDG_CACHE_HOME/sessiond/index`` on
 Linux), one file per session path, never beside the session: session directories
