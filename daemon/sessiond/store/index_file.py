@@ -32,6 +32,12 @@ described are the very bytes that were read and checked for this open, copied ra
 than encoded again: only the appended lines' rows are encoded. The file is the one a
 full write would make.
 
+**Not fsynced.** An index is written to a new file renamed over the old one, so a
+reader sees one or the other whole; but it is not forced to disk (that cost a quarter
+of an update's time), so a crash of the machine may leave an empty or torn index. Such
+an index fails its checks (the magic bytes, the typed decoding of its metadata and
+rows, the fingerprints) and the file is scanned, as with any damaged index.
+
 What stays possible: a same-length edit of bytes outside the sampled windows, made
 *together with* an append. Catching that would mean hashing the whole file at every
 open, which costs as much as the scan the index saves.
@@ -363,7 +369,8 @@ def save(
         encoded_meta = msgspec.msgpack.encode(meta)
         target = index_path_for(session_path, index_dir)
         head = [_MAGIC, len(encoded_meta).to_bytes(8, "little"), encoded_meta]
-        atomic_write(target, [*head, *_encoded_rows(result.records, indexed)])
+        # Not fsynced: after a crash a torn index fails its checks and the file is scanned.
+        atomic_write(target, [*head, *_encoded_rows(result.records, indexed)], durable=False)
         _prune(index_dir, keep=target)
     except (OSError, ValueError, msgspec.EncodeError, SessiondError):
         return False  # a cache must never fail the open it speeds up
