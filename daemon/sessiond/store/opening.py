@@ -13,7 +13,6 @@ place. Memory stays bounded by the longest line read (``lines.MAX_LINE_BYTES``).
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -161,6 +160,8 @@ def _migrate(path: Path, result: ScanResult, readonly: bool) -> tuple[ScanResult
         from_version = migration.plan(data for _, data, _ in read_lines(source, end))
         migrated = _migrated_chunks(source, end, migration)
         if readonly:
+            import tempfile  # only an old file's read-only open needs it
+
             with tempfile.TemporaryFile() as handle:
                 copy = os.dup(handle.fileno())
             size = 0
