@@ -85,8 +85,8 @@ case "${1:-}" in
     ensure_go
     ensure_omp18
     echo "== ruff"
-    "$VENV/bin/ruff" check daemon clients/python tests bench examples
-    "$VENV/bin/ruff" format --check daemon clients/python tests
+    "$VENV/bin/ruff" check daemon clients/python tests bench examples sessiond_testkit
+    "$VENV/bin/ruff" format --check daemon clients/python tests sessiond_testkit
     echo "== mypy --strict"
     "$VENV/bin/mypy" --strict daemon/sessiond clients/python/sessiond_client
     echo "== pytest"

@@ -1,1 +1,1 @@
-"""Benchmarks for sessiond and the pi session generator they use."""
+"""Benchmarks for sessiond, each against pi in the same run (see README.md here)."""

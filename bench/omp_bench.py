@@ -3,7 +3,7 @@
     python -m bench.omp_bench                 # 100k entries, with and without compactions
     python -m bench.omp_bench --write         # also update bench/README.md
 
-A generated pi session (bench/generate_session.py) is read as it is, then with
+A generated pi session (sessiond_testkit/generate_session.py) is read as it is, then with
 oh-my-pi's title line put before its header, which makes it oh-my-pi's file: the same
 entries under the other dialect (``core.omp_context``, ``store.omp_leaf_view``). In one
 warm process per file:
@@ -32,7 +32,7 @@ OUT = ROOT / "bench" / "out"
 
 
 def session_file(entries: int, compactions: bool) -> Path:
-    from bench.generate_session import generate
+    from sessiond_testkit.generate_session import generate
 
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / f"omp-bench-{entries}-{'compacted' if compactions else 'whole'}.jsonl"

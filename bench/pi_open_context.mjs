@@ -1,18 +1,25 @@
 #!/usr/bin/env node
-// pi 0.73.1 opening a session file and building its context, timed inside the process
-// (node's start and pi's imports are not counted): the reference for bench/follow_bench.py.
+// pi opening a session file and building its context, timed inside the process (node's
+// start and pi's imports are not counted): the reference for bench/follow_bench.py.
 //
-//   node bench/pi_open_context.mjs SESSION.jsonl RUNS
+//   node bench/pi_open_context.mjs SESSION.jsonl RUNS [0.73|1.6]
 //
+// 0.73 (the default) is pi 0.73.1 from tests/parity/node_modules; 1.6 is pi 1.6.0 from
+// tests/parity/pi16/node_modules, its dist/core/session-manager.js loaded directly (the
+// package's index and its command line need Node 22; that module loads on Node 20).
 // Prints one JSON line: {"seconds": [each run], "messages": N, "entries": N}.
 
-const PI_DIST = new URL(
-  "../tests/parity/node_modules/@mariozechner/pi-coding-agent/dist/",
-  import.meta.url,
-);
-const { SessionManager } = await import(new URL("core/session-manager.js", PI_DIST));
+const MODULES = {
+  "0.73": "../tests/parity/node_modules/@mariozechner/pi-coding-agent/dist/core/session-manager.js",
+  "1.6": "../tests/parity/pi16/node_modules/@earendil-works/pi-coding-agent/dist/core/session-manager.js",
+};
 
-const [file, runsArg] = process.argv.slice(2);
+const [file, runsArg, version = "0.73"] = process.argv.slice(2);
+if (!file || !(version in MODULES)) {
+  console.error("usage: node pi_open_context.mjs SESSION.jsonl RUNS [0.73|1.6]");
+  process.exit(2);
+}
+const { SessionManager } = await import(new URL(MODULES[version], import.meta.url));
 const runs = Number(runsArg ?? 5);
 const seconds = [];
 let messages = 0;

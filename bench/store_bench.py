@@ -4,7 +4,7 @@
     python -m bench.store_bench --sizes 1000    # quicker
     python -m bench.store_bench --write         # also update bench/README.md
 
-Measures, on generated pi sessions (bench/generate_session.py, ~2 KB an entry,
+Measures, on generated pi sessions (sessiond_testkit/generate_session.py, ~2 KB an entry,
 with compactions, labels and tool output of varied sizes):
 
 - open + context: a fresh process that opens the file read-only and builds the
@@ -51,7 +51,7 @@ print(f"{elapsed} {peak} {len(context.messages)} {store.entry_count}")
 
 
 def session_file(entries: int, branchy: bool) -> Path:
-    from bench.generate_session import generate
+    from sessiond_testkit.generate_session import generate
 
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / f"session-{entries}-{'branchy' if branchy else 'linear'}.jsonl"

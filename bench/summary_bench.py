@@ -48,7 +48,6 @@ from pathlib import Path
 
 import msgspec
 
-from bench.generate_session import generate
 from bench.readme import write_section
 from bench.summary_metrics import (
     backticked,
@@ -80,6 +79,7 @@ from sessiond.store.claude_code import ClaudeCodeReader, ImportStats
 from sessiond.store.session import SessionStore
 from sessiond.store.transcripts import session_header, transcript_lines
 from sessiond.tokenizer import estimator
+from sessiond_testkit.generate_session import generate
 
 CORPUS = Path(__file__).resolve().parent / "summaries" / "corpus"
 KEEP_RECENT_TOKENS = 2000

@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench import pi_format as pf  # noqa: E402  (the repository root is not always on sys.path)
+from sessiond_testkit import pi_format as pf  # noqa: E402  (the repository root is not always on sys.path)
 
 Json = dict[str, Any]
 OUT = ROOT / "examples" / "sample-session.jsonl"

@@ -282,3 +282,51 @@ def test_import_refuses_what_is_not_a_transcript(tmp_path: Path, env):
     assert not (tmp_path / "o.jsonl").exists()
     usage = sessiond("import", "codex", str(bad), env=env, check=False)
     assert usage.returncode == 2
+
+
+_LOADED = """
+import sys
+from sessiond.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(" ".join(sorted(sys.modules)))
+"""
+
+
+def _modules_loaded(*args: str, env: dict[str, str]) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", _LOADED, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=True,
+    )
+    return set(done.stdout.split())
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"], []])
+def test_the_version_and_the_help_load_no_command(args: list[str], env: dict[str, str]) -> None:
+    loaded = _modules_loaded(*args, env=env)
+    ours = {name for name in loaded if name.split(".")[0] == "sessiond"}
+    assert ours == {
+        "sessiond",
+        "sessiond._version",
+        "sessiond.errors",
+        "sessiond.cli",
+        "sessiond.cli.main",
+        "sessiond.cli.parser",
+    }
+    assert "msgspec" not in loaded and "asyncio" not in loaded
+
+
+@pytest.mark.parametrize("command", ["context", "tree", "info"])
+def test_a_command_on_a_file_loads_no_daemon(command: str, env: dict[str, str]) -> None:
+    """Reading a session from the command line loads the store, not the daemon: no event
+    loop, no TLS, no other command's module."""
+    loaded = _modules_loaded(command, str(SAMPLE), env=env)
+    assert "sessiond.store.session" in loaded
+    assert not {"asyncio", "ssl"} & loaded
+    assert [name for name in loaded if name.endswith("_cmd")] == [f"sessiond.cli.{command}_cmd"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -57,11 +56,9 @@ async def test_cancelled_caller_cancels_the_request_in_the_daemon(
 
     task = asyncio.create_task(client.compact(sid))
     await _arrived(provider)
-    started = time.perf_counter()
-    task.cancel()
+    task.cancel()  # the provider holds its answer: the caller does not wait for it
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert time.perf_counter() - started < 0.5  # at once, not when the daemon answers
 
     request_id = _sent_id(wire, "compaction/run")
     cancel = {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": request_id}}

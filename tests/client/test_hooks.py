@@ -233,13 +233,12 @@ async def test_tree_abort_while_the_before_tree_hook_is_asked(
 
     await client.initialize(settings={**COMPACTABLE, "hooks": {"timeoutMs": 25_000}})
     sid, ids = await _session(client, project, turns=2)
-    started = asyncio.get_running_loop().time()
     navigating = asyncio.create_task(client.navigate(sid, ids[1], summarize=True))
     await asyncio.wait_for(entered.wait(), 10)
     assert (await client.abort_navigation(sid)).aborted
+    # Answered within 10 s of the abort: not after the hook's 25 s timeout.
     result = await asyncio.wait_for(navigating, 10)
     assert result.cancelled and result.aborted and result.summary_entry is None
-    assert asyncio.get_running_loop().time() - started < 20, "it waited out the hook"
     await asyncio.wait_for(withdrawn.wait(), 10)
     tree = await client.tree(sid)
     assert tree.leaf_id == ids[-1] and (await client.entries(sid)).total == len(ids)

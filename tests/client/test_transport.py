@@ -142,10 +142,9 @@ async def test_a_daemon_that_does_not_exit_is_killed(spawn: Spawn) -> None:
     await client.initialize()
     process = client.transport.process  # type: ignore[attr-defined]
     os.kill(process.pid, signal.SIGSTOP)  # frozen: it answers nothing, ignores SIGTERM
-    started = asyncio.get_running_loop().time()
-    await client.close(timeout=0.3)
+    # Only killing it ends the close: a frozen daemon never exits by itself.
+    await asyncio.wait_for(client.close(timeout=0.3), 30)
     assert process.returncode == -signal.SIGKILL
-    assert asyncio.get_running_loop().time() - started < 5
 
 
 async def test_a_crash_fails_waiting_requests_and_says_why(
@@ -190,8 +189,9 @@ async def test_close_cancels_what_is_still_running(
     assert await asyncio.to_thread(provider.arrived.wait, 5)
     started = asyncio.get_running_loop().time()
     await client.close()
-    # Not the daemon's 10 s wait for earlier requests before it answers shutdown.
-    assert asyncio.get_running_loop().time() - started < 4
+    # Not the daemon's 10 s wait for earlier requests before it answers shutdown (a bound
+    # that tells the two apart, not a speed target: the close takes a fraction of a second).
+    assert asyncio.get_running_loop().time() - started < 8
     with pytest.raises(ConnectionClosedError, match="closing"):
         await running
     assert client.transport.process.returncode == 0  # type: ignore[attr-defined]

@@ -10,7 +10,6 @@ summarizer fails.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,9 @@ from tests.fake_provider import Answer, FakeProvider, default_answer
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 ROOT = private_root("cancel")
-PROMPT = 2.0  # seconds: what "promptly" means here
+# Seconds: a bound for the test, not a speed target. The summarizer holds its answer
+# until released, so a request it blocks is answered only if the cancellation works.
+ANSWER_WAIT = 30.0
 
 Connect = Callable[..., Awaitable[AgentClient]]
 
@@ -105,12 +106,11 @@ async def summarizer_reached(provider: FakeProvider) -> None:
     assert await asyncio.to_thread(provider.arrived.wait, 10), "the summarizer was never called"
 
 
-async def refused_within(future: asyncio.Future[Any], seconds: float) -> JsonRpcException:
-    started = time.monotonic()
-    with pytest.raises(JsonRpcException) as refused:
-        await asyncio.wait_for(future, seconds)
-    assert time.monotonic() - started < seconds
-    return refused.value
+async def refused(future: asyncio.Future[Any]) -> JsonRpcException:
+    """The error ``future`` ends with while the summarizer still holds its answer."""
+    with pytest.raises(JsonRpcException) as caught:
+        await asyncio.wait_for(future, ANSWER_WAIT)
+    return caught.value
 
 
 async def test_cancel_request_stops_a_hanging_compaction(
@@ -122,7 +122,7 @@ async def test_cancel_request_stops_a_hanging_compaction(
     request_id, pending = client.start_call("compaction/run", {"sessionId": sid})
     await summarizer_reached(holding)
     client.cancel(request_id)
-    error = await refused_within(pending, PROMPT)
+    error = await refused(pending)
     assert error.code == -32800
     assert error_data(error)["kind"] == "cancelled"
     assert path.read_bytes() == before
@@ -147,7 +147,7 @@ async def test_compaction_abort_from_another_request(
     _, pending = client.start_call("compaction/run", {"sessionId": sid})
     await summarizer_reached(holding)
     assert await watcher.call("compaction/abort", {"sessionId": sid}) == {"aborted": True}
-    error = await refused_within(pending, PROMPT)
+    error = await refused(pending)
     # The kind, not the code: -32800 is kept for answers to $/cancelRequest (LSP clients
     # drop other answers with it), so an abort may carry sessiond's own "cancelled" code.
     assert error_data(error)["kind"] == "cancelled"
@@ -170,7 +170,7 @@ async def test_tree_abort_stops_a_hanging_branch_summary(
     await summarizer_reached(holding)
     assert holding.purposes() == ["branch"]
     assert await client.call("tree/abort", {"sessionId": sid}) == {"aborted": True}
-    result = await asyncio.wait_for(pending, PROMPT)
+    result = await asyncio.wait_for(pending, ANSWER_WAIT)
     assert result["cancelled"] is True and result["aborted"] is True
     assert result["leafId"] == ids[-1]
     assert path.read_bytes() == before
@@ -188,10 +188,10 @@ async def test_a_client_lost_mid_compaction_leaves_the_file_intact(
     await doomed.disconnect()
     assert pending.done() or pending.cancel()
 
-    # The daemon keeps serving the others at once.
-    started = time.monotonic()
-    listed = await survivor.call("session/list", {"cwd": str(ROOT / "project")})
-    assert time.monotonic() - started < PROMPT
+    # The daemon keeps serving the others (the doomed compaction still holds).
+    listed = await asyncio.wait_for(
+        survivor.call("session/list", {"cwd": str(ROOT / "project")}), ANSWER_WAIT
+    )
     assert str(path) in [s["path"] for s in listed["sessions"]]
 
     # Nothing was written.

@@ -172,7 +172,7 @@ async def test_hook_timeout_counts_as_no_answer(
 
     async def slow(params: Any) -> Any:
         try:
-            await asyncio.sleep(5)
+            await asyncio.sleep(60)
         except asyncio.CancelledError:
             cancelled.append("before_compact")
             raise
@@ -186,8 +186,9 @@ async def test_hook_timeout_counts_as_no_answer(
     started = time.monotonic()
     run = await client.call("compaction/run", {"sessionId": sid})
     elapsed = time.monotonic() - started
-    # Well before the hook's 5 s: had the daemon waited, the late {cancel} would have won.
-    assert 0.3 <= elapsed < 4.5, elapsed
+    # Had the daemon waited for the hook's answer (a minute later), its {cancel} would have
+    # won: the entry below shows it did not. Nor did it give up before the 0.3 s were due.
+    assert elapsed >= 0.3, elapsed
     entry = file_lines(path)[-1]
     assert entry["id"] == run["entry"]["id"] and run["fromExtension"] is False
     assert entry["summary"].startswith("## Goal\nhistory summary of")
@@ -491,9 +492,7 @@ async def test_a_client_gone_while_asked_counts_as_no_answer(
         return {"cancel": True}
 
     flaky.answers["hooks/session_before_compact"] = vanish
-    started = time.monotonic()
     run = await agent.call("compaction/run", {"sessionId": sid})
-    assert time.monotonic() - started < 4.5
     assert run["fromExtension"] is False
     entry = file_lines(path)[-1]
     (problem,) = entry["details"]["hookProblems"]

@@ -8,6 +8,8 @@ forever, or cut the connection, which is what the summarizers must survive.
 from __future__ import annotations
 
 import json
+import select
+import socket
 import threading
 import time
 from collections import defaultdict
@@ -173,12 +175,21 @@ class _QuietServer(ThreadingHTTPServer):
         pass  # clients that hang up mid-request are what these tests provoke
 
 
+def _peek(connection: socket.socket) -> bytes:
+    try:
+        return connection.recv(1, socket.MSG_PEEK)
+    except OSError:
+        return b""  # reset by the client: hung up as well
+
+
 class FakeServer:
     def __init__(self) -> None:
         self.replies: dict[str, list[Reply]] = defaultdict(list)
         self.requests: list[Recorded] = []
         self.received = threading.Event()
         self.stopping = threading.Event()
+        # Set when a client closed its connection while a reply was hanging or pausing.
+        self.hung_up = threading.Event()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -215,7 +226,7 @@ class FakeServer:
 
     def play(self, handler: BaseHTTPRequestHandler, reply: Reply) -> None:
         if reply.hang:
-            self.stopping.wait()
+            self._pause(handler, None)
             return
         try:
             handler.send_response(reply.status, reply.reason)
@@ -232,7 +243,7 @@ class FakeServer:
             handler.wfile.flush()
             for chunk in reply.chunks:
                 if isinstance(chunk, float):
-                    if self.stopping.wait(chunk):
+                    if self._pause(handler, chunk):
                         return
                     continue
                 handler.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
@@ -246,6 +257,22 @@ class FakeServer:
             handler.wfile.flush()
         except (BrokenPipeError, ConnectionResetError, OSError):
             pass  # the client gave up (cancellation, timeout): that is the test
+
+    def _pause(self, handler: BaseHTTPRequestHandler, seconds: float | None) -> bool:
+        """Wait ``seconds`` (None: until stopped) without answering; True if the wait ended
+        early because the server is stopping or the client hung up (``hung_up``)."""
+        connection = handler.connection
+        deadline = None if seconds is None else time.monotonic() + seconds
+        while deadline is None or time.monotonic() < deadline:
+            if self.stopping.is_set():
+                return True
+            readable, _, _ = select.select([connection], [], [], 0.02)
+            # The client sends nothing more while it waits for the answer: its socket turns
+            # readable only when it closes (a read of no bytes).
+            if readable and not _peek(connection):
+                self.hung_up.set()
+                return True
+        return False
 
     def start(self) -> None:
         self.thread.start()

@@ -6,16 +6,9 @@ than the model's length. The files are the benchmark's own corpus."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench.summary_bench import CORPUS, Case, corpus_cases, measure  # noqa: E402
+from bench.summary_bench import CORPUS, Case, corpus_cases, measure
 
 CASES = corpus_cases(CORPUS, held_out=set())
 

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import json
 
-from tests.llm.test_extractive_rules import section, summary
-
 from sessiond.core.fileops import FileOps
 from sessiond.core.messages import AssistantMessage, ToolCall, Usage
 from sessiond.llm.extractive.commands import short_command
 from sessiond.llm.extractive.facts import changed_lines
+from tests.llm.test_extractive_rules import section, summary
 
 
 def call(name: str, **args: object) -> str:

@@ -1,10 +1,10 @@
-"""Cancellation stops the HTTP request at once; API keys never show in errors or logs."""
+"""Cancellation stops the HTTP request (the connection is closed, the answer not awaited);
+API keys never show in errors or logs."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
 
 import msgspec
 import pytest
@@ -18,17 +18,16 @@ from sessiond.settings import RetrySettings, SummarizerCandidate, SummarizerSett
 
 REQUEST = CompletionRequest(system_prompt="s", prompt="p", max_tokens=100)
 KEY = "sk-proj-Z9y8X7w6V5u4T3s2R1q0"
-LATENCIES: dict[str, float] = {}
 
 
-async def _cancel_latency(task: asyncio.Task[object], server) -> float:
-    await asyncio.to_thread(wait_for, server.received.is_set)
-    await asyncio.sleep(0.05)  # let the client settle into waiting for the answer
-    started = time.perf_counter()
+async def _cancel_and_hang_up(task: asyncio.Task[object], server) -> None:
+    """Cancel ``task`` while the server keeps it waiting: the task ends cancelled without
+    an answer, and the client closes its connection (the request is stopped, not left
+    running). The waits only bound the test: the server would answer never."""
     task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    return time.perf_counter() - started
+    done, _ = await asyncio.wait({task}, timeout=30)
+    assert done and task.cancelled()
+    assert await asyncio.to_thread(server.hung_up.wait, 30), "the connection was left open"
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic", "remote"])
@@ -42,9 +41,9 @@ async def test_cancel_while_the_server_never_answers(server, provider):
         "remote": lambda: RemoteSummarizer(f"{server.url}/remote"),
     }[provider]()
     task = asyncio.create_task(summarizer.complete(REQUEST))
-    latency = await _cancel_latency(task, server)
-    LATENCIES[provider] = latency
-    assert latency < 0.1, f"abort took {latency * 1000:.1f} ms"
+    await asyncio.to_thread(wait_for, server.received.is_set)
+    await asyncio.sleep(0.05)  # let the client settle into waiting for the answer
+    await _cancel_and_hang_up(task, server)
 
 
 async def test_cancel_mid_stream_through_the_chain(server):
@@ -59,24 +58,8 @@ async def test_cancel_mid_stream_through_the_chain(server):
     )
     while not received:
         await asyncio.sleep(0.005)
-    started = time.perf_counter()
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    latency = time.perf_counter() - started
-    LATENCIES["chain mid-stream"] = latency
-    assert latency < 0.1
+    await _cancel_and_hang_up(task, server)  # in the stream's 30 s pause
     assert received == [len("part one")]
-
-
-def test_report_latencies(capsys):
-    # Printed with -s; recorded so the measured figure can be quoted.
-    if LATENCIES:
-        with capsys.disabled():
-            print(
-                "\nabort latency: "
-                + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in sorted(LATENCIES.items()))
-            )
 
 
 def _echo_key_replies() -> list[Reply]:

@@ -6,13 +6,13 @@ import hashlib
 import json
 import os
 import re
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from bench import pi_format as pf
-from bench.generate_session import GeneratedInfo, generate
+
+from sessiond_testkit import pi_format as pf
+from sessiond_testkit.generate_session import GeneratedInfo, generate
 
 ROOT = Path(__file__).resolve().parents[2]
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -138,12 +138,10 @@ def test_tiny_sessions(tmp_path: Path) -> None:
         generate(tmp_path / "x.jsonl", 2)
 
 
-def test_speed(tmp_path: Path) -> None:
+def test_entries_average_about_two_kilobytes(tmp_path: Path) -> None:
+    # What the benchmarks' sizes assume (bench/README.md: "about 2 KB an entry").
     n = 100_000 if os.environ.get("SESSIOND_LONG") else 20_000
-    t0 = time.perf_counter()
-    info = generate(tmp_path / "speed.jsonl", n, branchy=True, compactions=True, seed=1)
-    elapsed = time.perf_counter() - t0
-    assert elapsed < 60 * n / 100_000
+    info = generate(tmp_path / "size.jsonl", n, branchy=True, compactions=True, seed=1)
     assert 1_900 * n <= info.bytes <= 2_200 * n
 
 

@@ -24,14 +24,6 @@ from typing import Any
 
 import msgspec
 import pytest
-from tests.parity.omp_reference import (
-    OmpUnavailable,
-    omp_reference,
-    omp_title_lines,
-    write_omp_sessions,
-)
-from tests.service.helpers import settings_with
-from tests.store.helpers import assistant, tool_call, tool_result, user
 
 from sessiond.core.decode import message_from_dict
 from sessiond.core.entries import CustomEntry, TitleChangeEntry
@@ -44,6 +36,14 @@ from sessiond.service.navigator import navigate_tree
 from sessiond.service.summarizers import summary_context
 from sessiond.store.export import llm_messages, messages_json
 from sessiond.store.session import SessionStore
+from tests.parity.omp_reference import (
+    OmpUnavailable,
+    omp_reference,
+    omp_title_lines,
+    write_omp_sessions,
+)
+from tests.service.helpers import settings_with
+from tests.store.helpers import assistant, tool_call, tool_result, user
 
 CHARS = CharsEstimator()
 

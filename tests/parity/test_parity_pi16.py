@@ -26,13 +26,13 @@ from typing import Any
 
 import msgspec
 import pytest
-from tests.parity import pi16_compare, pi16_reference
 
 from sessiond.core.context import iso_to_ms
 from sessiond.core.entries import CompactionEntry
 from sessiond.service.pruning import prune_tool_outputs
 from sessiond.store.session import SessionStore
 from sessiond.tokenizer import estimator
+from tests.parity import pi16_compare, pi16_reference
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "bench" / "out" / "parity-pi16"

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bench import pi_format as pf
-from bench.generate_session import generate
+
+from sessiond_testkit import pi_format as pf
+from sessiond_testkit.generate_session import generate
 from tests.parity.pi_reference import (
     PARITY_DIR,
     PiReferenceError,

@@ -18,15 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bench.generate_session import generate
-from tests.parity import pi16_compare, pi16_reference
-from tests.parity.pi_reference import PiReferenceUnavailable, run_pi_reference
 
 from sessiond.core.convert import convert_to_llm
 from sessiond.core.overflow import is_context_overflow
 from sessiond.core.tokens import CharsEstimator
 from sessiond.store.export import context_json
 from sessiond.store.session import SessionStore
+from sessiond_testkit.generate_session import generate
+from tests.parity import pi16_compare, pi16_reference
+from tests.parity.pi_reference import PiReferenceUnavailable, run_pi_reference
 
 ROOT = Path(__file__).resolve().parents[2]
 CHARS = CharsEstimator()

@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 import secrets
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -170,15 +169,14 @@ def test_a_hook_answer_that_is_not_json_fails_the_hook_at_once(tmp_path: Path, w
         other.initialize()
         session_id = broken.call("session/open", {"path": str(path)})["sessionId"]
         other.call("session/open", {"path": str(path)})
-        started = time.monotonic()
         result = other.call("compaction/run", {"sessionId": session_id}, timeout=60)
-        waited = time.monotonic() - started
         still_there = broken.call("settings/get")
     finally:
         hang.set()
         daemon.stop()
     problems = result["entry"]["details"]["hookProblems"]
+    # The broken answer ended the wait: a compaction that waited for the hook's well-formed
+    # answer (which never comes) would report its timeout instead.
     assert len(problems) == 1 and "timed out" not in problems[0], problems
     assert "Parse error" in problems[0] or "utf-8" in problems[0].lower(), problems
-    assert waited < 8, f"the compaction waited {waited:.1f} s for a hook that had failed"
     assert still_there is not None

@@ -18,9 +18,9 @@ from typing import Any
 
 import msgspec
 import pytest
-from bench.generate_session import generate
 
 from sessiond.store.session import SessionStore
+from sessiond_testkit.generate_session import generate
 from tests.proof.support import count, stdio_daemon, timeout_for
 from tests.store.helpers import assistant, tool_call, tool_result, user
 

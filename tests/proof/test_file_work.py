@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bench.generate_session import generate
 
 from sessiond.core.title_slot import serialize_title_slot
 from sessiond.store.session import SessionStore
+from sessiond_testkit.generate_session import generate
 from tests.proof.support import FAST, Peer, listening_daemon, timeout_for
 from tests.store.helpers import assistant, tool_result, user
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import inspect
 import json
 import os
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -409,10 +408,8 @@ def check_response(case: Case, response: dict[str, Any], request_id: int) -> str
 def ask(w: World, make: Callable[[int], bytes]) -> tuple[int, dict[str, Any]]:
     w.next_id += 1
     request_id = w.next_id
-    start = time.monotonic()
     w.peer.send_raw(frame(make(request_id)))
-    response = w.peer.wait(request_id, ANSWER_WITHIN)
-    assert time.monotonic() - start < ANSWER_WITHIN
+    response = w.peer.wait(request_id, ANSWER_WITHIN)  # fails the test after that long
     return request_id, response
 
 

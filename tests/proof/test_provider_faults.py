@@ -19,7 +19,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import pytest
 
 from sessiond.errors import CancelledError
@@ -40,7 +39,10 @@ from tests.store.helpers import assistant, user
 pytestmark = pytest.mark.timeout(timeout_for(180, 1800))
 
 BASE_MS = 40
-PROMPT_ABORT_S = 0.2
+# How long an aborted request may take to be answered here: a bound for the test, far
+# below what waiting would take (the provider hangs for its 60 s timeout; the backoff is
+# 20 s), not a speed target (bench/ measures speed).
+ABORT_ANSWERED_S = 10
 ROUNDS = count(1, 10)
 
 SETTINGS = merged(
@@ -232,15 +234,10 @@ def test_every_session_compacting_at_once_against_a_faulty_provider(
     assert "Traceback" not in daemon.all_logs()
 
 
-def answered_within(
-    peer: Peer, request_id: Any, sent: float, limit: float = PROMPT_ABORT_S
-) -> dict[str, Any]:
-    response = peer.wait(request_id, 10)
-    at = peer.received_at[msgspec.json.encode(request_id).decode()]
-    elapsed = at - sent
-    assert elapsed < limit, f"answered {elapsed * 1000:.0f} ms after the abort"
-    print(f"\nanswered {elapsed * 1000:.1f} ms after the abort")
-    return response
+def answered_after_abort(peer: Peer, request_id: Any) -> dict[str, Any]:
+    """The answer to the aborted request, which must come before anything it waited on
+    (the provider's hang, a backoff) could have ended."""
+    return peer.wait(request_id, ABORT_ANSWERED_S)
 
 
 @pytest.mark.parametrize(
@@ -256,7 +253,7 @@ def test_aborts_are_prompt_and_write_nothing(tmp_path: Path, how: str) -> None:
         {
             "summarizer": {"candidates": [provider.candidate(timeoutSeconds=60)]},
             # A long backoff: the abort must not wait it out.
-            "retry": {"baseDelayMs": 5000 if backoff else BASE_MS, "maxDelayMs": 60000},
+            "retry": {"baseDelayMs": 20_000 if backoff else BASE_MS, "maxDelayMs": 60000},
         },
     )
     daemon = listening_daemon(tmp_path, ["--socket", str(tmp_path / "a.sock")], settings)
@@ -279,14 +276,13 @@ def test_aborts_are_prompt_and_write_nothing(tmp_path: Path, how: str) -> None:
             running = peer.start("compaction/run", {"sessionId": sid})
         provider.wait_for_hits("abort", 1)
         time.sleep(0.05)  # well inside the hang, or the backoff after the first 503
-        sent = time.monotonic()
         if how == "$/cancelRequest":
             peer.notify("$/cancelRequest", {"id": running})
         elif how == "tree/abort":
             assert peer.call("tree/abort", {"sessionId": sid})["aborted"]
         else:
             assert peer.call("compaction/abort", {"sessionId": sid})["aborted"]
-        response = answered_within(peer, running, sent)
+        response = answered_after_abort(peer, running)
         if how == "tree/abort":
             assert response["result"]["cancelled"] and response["result"]["aborted"]
         elif how in ("turnEnded", "during-backoff"):

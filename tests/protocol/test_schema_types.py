@@ -19,7 +19,6 @@ from typing import Any
 
 import msgspec
 import pytest
-from bench.generate_session import generate
 from jsonschema import Draft202012Validator
 
 from sessiond.core.entries import KnownEntry, MessageEntry
@@ -30,6 +29,7 @@ from sessiond.core.messages import (
     CompactionSummaryMessage,
 )
 from sessiond.rpc import entry_types
+from sessiond_testkit.generate_session import generate
 from tests.parity.pi_reference import PARITY_DIR, node_executable, unavailable_reason
 
 from .schema_validation import defined, problems, schema, without_assigned

@@ -401,11 +401,9 @@ async def test_cancelling_mid_request_writes_nothing(tmp_path: Path, provider: F
             compactor(store, settings).run(summary_context(settings, mode="manual"))
         )
         await asyncio.to_thread(provider.arrived.wait, 5)
-        started = asyncio.get_running_loop().time()
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        assert asyncio.get_running_loop().time() - started < 0.1
+        task.cancel()  # the provider holds its answer: only the cancellation ends the run
+        done, _ = await asyncio.wait({task}, timeout=30)
+        assert done and task.cancelled()
         assert store.leaf_id == leaf and store.path.stat().st_size == size
 
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import msgspec
 import pytest
-from bench.generate_session import generate
 
 from sessiond.settings import StorageSettings
 from sessiond.store import index_file
 from sessiond.store.opening import read_session
 from sessiond.store.session import SessionStore
+from sessiond_testkit.generate_session import generate
 
 from .helpers import assistant, stored_line, user
 
@@ -88,6 +88,38 @@ def test_lines_appended_since_are_scanned_on_top_of_the_index(tmp_path: Path) ->
     seen = _view(path)
     assert seen["leaf"] == "aaaa0002"
     assert seen == _view(path, storage=NO_INDEX)
+
+
+def _rows(index: Path) -> bytes:
+    """The rows of an index file (what follows its metadata)."""
+    data = index.read_bytes()[len(b"sessiond-index\n") :]
+    return data[8 + int.from_bytes(data[:8], "little") :]
+
+
+def test_an_index_brought_up_to_date_holds_what_one_written_whole_would(tmp_path: Path) -> None:
+    """After an append, an open copies the rows it read and checked and encodes only the
+    new lines': the index is the same as if the file had been scanned whole, and the next
+    open trusts it (every check of a fresh index applies to it)."""
+    path = _session(tmp_path)
+    _view(path)
+    _settle()
+    index = index_file.index_path_for(path)
+    first = _rows(index)
+    leaf = _view(path)["leaf"]
+    with path.open("ab") as handle:
+        handle.write(stored_line("aaaa0001", leaf, "one more"))
+        handle.write(stored_line("aaaa0002", "aaaa0001", "and another"))
+    _settle()
+    read = read_session(path, readonly=True)  # reads the index and the two lines, saves
+    assert read.from_index and read.result.indexed_size == path.stat().st_size
+    updated = _rows(index)
+    assert updated != first and len(updated) > len(first)
+    _settle()
+    assert _from_index(path)
+    assert _view(path) == _view(path, storage=NO_INDEX)
+    index.unlink()
+    assert not _from_index(path)  # scanned whole, and written whole
+    assert _rows(index) == updated
 
 
 def test_writable_opens_and_appends_keep_the_index_current(tmp_path: Path) -> None:

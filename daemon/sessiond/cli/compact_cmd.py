@@ -23,15 +23,11 @@ from .common import (
 )
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "compact",
-        help="summarize old history into a compaction entry (or --dry-run to see the plan)",
-        description=(
-            "Compact the session at its leaf (the last line), as pi's /compact does: pick the "
-            "cut, summarize what is before it, append a compaction entry. Uses the summarizers "
-            "of your settings; with none configured, the offline extractive summarizer."
-        ),
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Compact the session at its leaf (the last line), as pi's /compact does: pick the "
+        "cut, summarize what is before it, append a compaction entry. Uses the summarizers "
+        "of your settings; with none configured, the offline extractive summarizer."
     )
     parser.add_argument("file", help="a session .jsonl file")
     parser.add_argument("--instructions", help="what the summary should focus on")

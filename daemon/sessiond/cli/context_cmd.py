@@ -13,12 +13,8 @@ from sessiond.store.session import SessionStore
 from .common import add_settings_arguments, effective_settings, write_json
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "context",
-        help="print the LLM context at the leaf (or another entry)",
-        description="Build the context pi would send to the model at the session's leaf.",
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = "Build the context pi would send to the model at the session's leaf."
     parser.add_argument("file", help="a session .jsonl file")
     parser.add_argument("--leaf", help="build the context at this entry id instead of the leaf")
     parser.add_argument(

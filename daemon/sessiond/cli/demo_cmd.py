@@ -34,12 +34,8 @@ _DEMO_SETTINGS: dict[str, Any] = {
 }
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "demo",
-        help="run the daemon's main job on the bundled sample session (offline)",
-        description=__doc__.split("\n\n")[0] if __doc__ else None,
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__.split("\n\n")[0] if __doc__ else None
     parser.add_argument(
         "--session",
         type=Path,

@@ -11,12 +11,8 @@ from sessiond.store.transcripts import import_claude_code
 from .common import plural
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "import",
-        help="convert another agent's transcript into a pi session file",
-        description="Convert another agent's transcript into a new pi session file (v3).",
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = "Convert another agent's transcript into a new pi session file (v3)."
     formats = parser.add_subparsers(title="formats", metavar="FORMAT", required=True)
     claude = formats.add_parser(
         "claude-code",

@@ -15,12 +15,8 @@ from sessiond.tokenizer import estimator
 from .common import add_settings_arguments, effective_settings, plural
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "info",
-        help="header, counts, leaf, context tokens and the recovery report",
-        description="Summarize a session file without changing it.",
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = "Summarize a session file without changing it."
     parser.add_argument("file", help="a session .jsonl file")
     parser.add_argument(
         "--context-window",

@@ -15,16 +15,12 @@ from sessiond.store.session import SessionStore
 from .common import add_settings_arguments, effective_settings, write_json
 
 
-def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    navigate = subparsers.add_parser(
-        "navigate",
-        help="move to another point of the tree, optionally summarizing the branch left",
-        description=(
-            "Navigate from the leaf (the last line) to TARGET as pi's /tree does. With "
-            "--summarize a branch summary of the abandoned entries is written at the new "
-            "position. Without a summary or a label nothing is written, and since pi does not "
-            "persist the leaf, the move only shows what would happen."
-        ),
+def add_navigate_arguments(navigate: argparse.ArgumentParser) -> None:
+    navigate.description = (
+        "Navigate from the leaf (the last line) to TARGET as pi's /tree does. With "
+        "--summarize a branch summary of the abandoned entries is written at the new "
+        "position. Without a summary or a label nothing is written, and since pi does not "
+        "persist the leaf, the move only shows what would happen."
     )
     navigate.add_argument("file", help="a session .jsonl file")
     navigate.add_argument("target", help="the entry id to move to")
@@ -43,11 +39,9 @@ def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     add_settings_arguments(navigate)
     navigate.set_defaults(handler=run_navigate)
 
-    plan = subparsers.add_parser(
-        "branch-plan",
-        help="show what navigating to TARGET would summarize, without a model",
-        description="Print {commonAncestorId, entryIds, newLeafId, editorText} for a navigation.",
-    )
+
+def add_plan_arguments(plan: argparse.ArgumentParser) -> None:
+    plan.description = "Print {commonAncestorId, entryIds, newLeafId, editorText} for a navigation."
     plan.add_argument("file", help="a session .jsonl file")
     plan.add_argument("target", help="the entry id to move to")
     plan.add_argument("--json", action="store_true", help="print JSON (the default shape)")

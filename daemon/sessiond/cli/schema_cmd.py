@@ -7,12 +7,8 @@ import sys
 from pathlib import Path
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "schema",
-        help="print the protocol's JSON Schema (generated from the wire types)",
-        description="Generate the JSON Schema of the protocol from the Python wire types.",
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = "Generate the JSON Schema of the protocol from the Python wire types."
     parser.add_argument("--output", type=Path, help="write it to this file instead of stdout")
     parser.add_argument(
         "--check",

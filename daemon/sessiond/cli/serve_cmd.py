@@ -6,16 +6,12 @@ import argparse
 import sys
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     from sessiond.server.options import add_server_arguments
 
-    parser = subparsers.add_parser(
-        "serve",
-        help="run the daemon (JSON-RPC over --stdio, --socket or --tcp)",
-        description=(
-            "Serve sessiond's protocol (JSON-RPC 2.0 with Content-Length framing). "
-            "Logs go to stderr or --log-file, never to stdout."
-        ),
+    parser.description = (
+        "Serve sessiond's protocol (JSON-RPC 2.0 with Content-Length framing). "
+        "Logs go to stderr or --log-file, never to stdout."
     )
     add_server_arguments(parser)
     from .common import add_settings_arguments

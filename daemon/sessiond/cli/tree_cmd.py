@@ -12,12 +12,8 @@ from .common import write_json
 from .render import tree_lines
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "tree",
-        help="print the session tree (branches, labels, compactions, active path)",
-        description="Print the tree of entries; '*' marks the active path.",
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = "Print the tree of entries; '*' marks the active path."
     parser.add_argument("file", help="a session .jsonl file")
     parser.add_argument(
         "--json", action="store_true", help="print nodes, rootIds and leafId (as session/tree)"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from importlib import resources
 from pathlib import Path
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -16,6 +15,8 @@ _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 def prompts_root() -> Path:
     """The installed ``sessiond/prompts``, or the checkout's ``prompts/`` in development."""
+    from importlib import resources  # only when a prompt is read: it costs every start 5 ms
+
     packaged = resources.files("sessiond") / "prompts"
     if packaged.is_dir():
         return Path(str(packaged))

@@ -65,14 +65,20 @@ def temporary_path_for(target: Path) -> Path:
     return target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
 
 
-def atomic_write(target: Path, chunks: Iterable[bytes], *, mode: int = FILE_MODE) -> None:
+def atomic_write(
+    target: Path, chunks: Iterable[bytes], *, mode: int = FILE_MODE, durable: bool = True
+) -> None:
     """Replace (or create) ``target`` with ``chunks``: temp file, fsync, rename, fsync dir.
 
     The new file gets exactly ``mode`` (0600 for a new session; a rewrite passes the
     mode the file had, so it is kept, never widened). The rename replaces whatever is at
     ``target`` without following it: a link planted there is replaced, not written through.
+
+    ``durable=False`` leaves out both fsyncs, for a cache whose reader checks what it
+    reads: readers still see the old file or the new one whole, but after a crash of the
+    machine the new one may be empty or partly written.
     """
-    _through_temporary(target, chunks, mode, os.replace)
+    _through_temporary(target, chunks, mode, os.replace, durable=durable)
 
 
 def create_whole(target: Path, chunks: Iterable[bytes]) -> None:
@@ -85,11 +91,16 @@ def create_whole(target: Path, chunks: Iterable[bytes]) -> None:
 
 
 def _through_temporary(
-    target: Path, chunks: Iterable[bytes], mode: int, place: Callable[[Path, Path], None]
+    target: Path,
+    chunks: Iterable[bytes],
+    mode: int,
+    place: Callable[[Path, Path], None],
+    *,
+    durable: bool = True,
 ) -> None:
-    """``chunks`` written to a new temporary file beside ``target`` (``mode``, fsynced),
-    put in place by ``place(temporary, target)``; the directory fsynced. The temporary
-    file never outlives the call."""
+    """``chunks`` written to a new temporary file beside ``target`` (``mode``, fsynced if
+    ``durable``), put in place by ``place(temporary, target)``; the directory fsynced if
+    ``durable``. The temporary file never outlives the call."""
     temporary = temporary_path_for(target)
     try:
         fd = open_regular(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, what="temporary file")
@@ -101,7 +112,8 @@ def _through_temporary(
                 os.fchmod(fd, mode & 0o777)
             for chunk in chunks:
                 write_all(fd, chunk)
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         place(temporary, target)
@@ -110,7 +122,8 @@ def _through_temporary(
     finally:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
-    fsync_directory(target.parent)
+    if durable:
+        fsync_directory(target.parent)
 
 
 def _link_into_place(temporary: Path, target: Path) -> None:

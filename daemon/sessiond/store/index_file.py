@@ -1,10 +1,11 @@
 """The persistent index: what a scan of a session file found, kept for the next open.
 
-Scanning a 100k-entry file costs a third of a second; reading what the last scan
-found costs a tenth of that. The index holds the scan's result (one row per line:
-offset, length, type, id, parentId, timestamp, role, the cached token figures) and
-the stat and content fingerprints of the file it describes. An open that finds a
-trustworthy index scans only the bytes after the indexed size.
+Scanning a 100k-entry file costs a few tenths of a second (``protocol/behaviour.md``,
+"The persistent index"); reading what the last scan found, a fraction of that. The
+index holds the scan's result (one row per line: offset, length, type, id, parentId,
+timestamp, role, the cached token figures) and the stat and content fingerprints of
+the file it describes. An open that finds a trustworthy index scans only the bytes
+after the indexed size.
 
 **Where.** In the user's cache directory (``$XDG_CACHE_HOME/sessiond/index`` on
 Linux), one file per session path, never beside the session: session directories
@@ -24,6 +25,19 @@ times, so such an index is not trusted for an unchanged size). Anything else (a
 damaged, foreign, truncated or stale index) is ignored and the file scanned, and a new
 index replaces it.
 
+**Brought up to date.** After an open that read an index and scanned what was appended,
+the new index is written whole as always (a new file renamed over the old one, with
+fingerprints of the file as it is now), but its rows for the lines the old index
+described are the very bytes that were read and checked for this open, copied rather
+than encoded again: only the appended lines' rows are encoded. The file is the one a
+full write would make.
+
+**Not fsynced.** An index is written to a new file renamed over the old one, so a
+reader sees one or the other whole; but it is not forced to disk (that cost a quarter
+of an update's time), so a crash of the machine may leave an empty or torn index. Such
+an index fails its checks (the magic bytes, the typed decoding of its metadata and
+rows, the fingerprints) and the file is scanned, as with any damaged index.
+
 What stays possible: a same-length edit of bytes outside the sampled windows, made
 *together with* an append. Catching that would mean hashing the whole file at every
 open, which costs as much as the scan the index saves.
@@ -33,6 +47,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import operator
 import os
 import stat
 import time
@@ -77,10 +92,6 @@ MAX_INDEX_FILES: Final = 256
 _MAX_INDEX_BYTES: Final = 1 << 30
 
 
-class PackedRecord(EntryRecord, array_like=True, gc=False):
-    """An index row: the record's fields as an array, decoded in C."""
-
-
 class Window(msgspec.Struct, array_like=True):
     offset: int
     length: int
@@ -123,7 +134,8 @@ class FileIdentity:
 
 
 _meta_decoder: Final = msgspec.msgpack.Decoder(IndexMeta)
-_rows_decoder: Final = msgspec.msgpack.Decoder(list[PackedRecord])
+_rows_decoder: Final = msgspec.msgpack.Decoder(list[EntryRecord])
+_rows_encoder: Final = msgspec.msgpack.Encoder()
 _header_decoder: Final = msgspec.json.Decoder(dict[str, object])
 
 
@@ -138,9 +150,22 @@ def index_path_for(session_path: Path, directory: Path | None = None) -> Path:
     return (directory or index_directory()) / f"{key}.idx"
 
 
-def load(
-    session_path: Path, fd: int, directory: Path | None = None
-) -> tuple[ScanResult, IndexMeta] | None:
+@dataclass
+class IndexedRows:
+    """The rows of a trusted index as they were read: the first ``count`` records of the
+    result it was loaded into, encoded (the msgpack array's items, without its header)."""
+
+    count: int
+    items: memoryview
+
+
+@dataclass
+class LoadedIndex:
+    result: ScanResult
+    rows: IndexedRows
+
+
+def load(session_path: Path, fd: int, directory: Path | None = None) -> LoadedIndex | None:
     """The scan result the index holds for the file open on ``fd``, if the index is
     trustworthy (see the module's docstring); None otherwise. Never raises for a bad
     index: it is only a cache."""
@@ -150,7 +175,7 @@ def load(
         return None
 
 
-def _load(session_path: Path, fd: int, index_path: Path) -> tuple[ScanResult, IndexMeta] | None:
+def _load(session_path: Path, fd: int, index_path: Path) -> LoadedIndex | None:
     try:
         index_fd = open_regular(index_path, os.O_RDONLY)
     except FileNotFoundError:
@@ -173,9 +198,10 @@ def _load(session_path: Path, fd: int, index_path: Path) -> tuple[ScanResult, In
     title_slot = _title_slot(fd, meta.title_slot_length)
     if meta.title_slot_length and title_slot is None:
         return None
-    records = _rows_decoder.decode(view[8 + meta_length :])
-    for seq, record in enumerate(records):
-        record.seq = seq
+    rows = view[8 + meta_length :]
+    # Each row holds its record's place in file order (``seq``), written as it was found;
+    # a path walk only takes it as a hint and checks it, so it is not counted again here.
+    records = _rows_decoder.decode(rows)
     header_data = _header_decoder.decode(meta.header)
     header = msgspec.convert(
         {"timestamp": "", **header_data, "version": meta.version}, SessionHeader, strict=False
@@ -191,7 +217,27 @@ def _load(session_path: Path, fd: int, index_path: Path) -> tuple[ScanResult, In
         line_count=meta.line_count,
         title_slot=title_slot,
     )
-    return result, meta
+    return LoadedIndex(result, IndexedRows(len(records), rows[_array_header_length(rows) :]))
+
+
+def _array_header_length(encoded: memoryview | bytes) -> int:
+    """The length of the header of the msgpack array ``encoded`` starts with."""
+    first = encoded[0]
+    if 0x90 <= first <= 0x9F:  # fixarray
+        return 1
+    if first == 0xDC:  # array 16
+        return 3
+    if first == 0xDD:  # array 32
+        return 5
+    raise ValueError("not a msgpack array")
+
+
+def _array_header(count: int) -> bytes:
+    if count < 16:
+        return bytes([0x90 | count])
+    if count < 1 << 16:
+        return b"\xdc" + count.to_bytes(2, "big")
+    return b"\xdd" + count.to_bytes(4, "big")
 
 
 def _title_slot(fd: int, length: int) -> TitleSlot | None:
@@ -278,10 +324,16 @@ def save(
     result: ScanResult,
     header_line: bytes,
     directory: Path | None = None,
+    *,
+    indexed: IndexedRows | None = None,
 ) -> bool:
     """Write the index of ``result`` (a scan of the whole file open on ``fd``, ending
     with a newline) atomically. Returns whether it was written: a cache directory that
-    cannot be written is not an error."""
+    cannot be written is not an error.
+
+    ``indexed``: the rows of the index ``result`` was loaded from, when its first
+    ``indexed.count`` records are still exactly the ones those rows hold (an open that
+    scanned what was appended and changed nothing else): they are copied, not encoded."""
     if result.size == 0 or not result.ends_with_newline:
         return False
     try:
@@ -315,13 +367,36 @@ def save(
             ),
         )
         encoded_meta = msgspec.msgpack.encode(meta)
-        rows = msgspec.msgpack.encode([_row(record) for record in result.records])
         target = index_path_for(session_path, index_dir)
-        atomic_write(target, [_MAGIC, len(encoded_meta).to_bytes(8, "little"), encoded_meta, rows])
+        head = [_MAGIC, len(encoded_meta).to_bytes(8, "little"), encoded_meta]
+        # Not fsynced: after a crash a torn index fails its checks and the file is scanned.
+        atomic_write(target, [*head, *_encoded_rows(result.records, indexed)], durable=False)
         _prune(index_dir, keep=target)
     except (OSError, ValueError, msgspec.EncodeError, SessiondError):
         return False  # a cache must never fail the open it speeds up
     return True
+
+
+def _encoded_rows(records: list[EntryRecord], indexed: IndexedRows | None) -> list[bytes]:
+    """The rows as one msgpack array: the items of ``indexed`` as they are, then the
+    rest encoded."""
+    if indexed is None or not 0 < indexed.count <= len(records):
+        return [_encode_records(records)]
+    rest = _encode_records(records[indexed.count :])
+    items = memoryview(rest)[_array_header_length(rest) :]
+    return [_array_header(len(records)), bytes(indexed.items), bytes(items)]
+
+
+_decoded_entry: Final = operator.attrgetter("entry")
+
+
+def _encode_records(records: list[EntryRecord]) -> bytes:
+    # Records are arrays of their fields, encoded in C; but a decoded entry the store keeps
+    # on a record (metadata it has read) is no part of a row, so the rows of a list that
+    # holds one are built field by field (the same bytes, five times slower).
+    if any(map(_decoded_entry, records)):
+        return _rows_encoder.encode([_row(record) for record in records])
+    return _rows_encoder.encode(records)
 
 
 def _row(

@@ -13,7 +13,6 @@ place. Memory stays bounded by the longest line read (``lines.MAX_LINE_BYTES``).
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,7 +54,7 @@ def read_session(
 ) -> ReadSession:
     fd = open_session_file(path)
     try:
-        result, from_index = _index_or_scan(path, fd, use_index, index_dir)
+        result, indexed = _index_or_scan(path, fd, use_index, index_dir)
         if result.report.torn_tail is not None and not readonly:
             repair_torn_tail(path, result)
         source_fd: int | None = None
@@ -66,33 +65,35 @@ def read_session(
         elif (
             use_index
             and result.indexed_size != result.size
-            and index_file.save(path, fd, result, _header_line(result), index_dir)
+            and index_file.save(path, fd, result, _header_line(result), index_dir, indexed=indexed)
         ):
             result.indexed_size = result.size
-        return ReadSession(result=result, source_fd=source_fd, from_index=from_index)
+        return ReadSession(result=result, source_fd=source_fd, from_index=indexed is not None)
     finally:
         os.close(fd)
 
 
 def _index_or_scan(
     path: Path, fd: int, use_index: bool, index_dir: Path | None
-) -> tuple[ScanResult, bool]:
+) -> tuple[ScanResult, index_file.IndexedRows | None]:
+    """The file's scan result, and the rows of the index it started from (None: no index
+    was trusted, the whole file was scanned). The result's first records are those rows'."""
     size = os.fstat(fd).st_size
     loaded = index_file.load(path, fd, index_dir) if use_index else None
     if loaded is None:
         os.lseek(fd, 0, os.SEEK_SET)
-        return scan(path, file_chunks(fd), size), False
-    known, _ = loaded
+        return scan(path, file_chunks(fd), size), None
+    known = loaded.result
     known.indexed_size = known.size
     # An index holds what a scan found, so the same bound applies (an index written by an
     # older sessiond may describe a file that bound refuses).
     MemoryBudget(path, size).check(len(known.records), known.report)
     if size == known.size:
-        return known, True
+        return known, loaded.rows
     os.lseek(fd, known.size, os.SEEK_SET)
     result = scan_rest(path, known, file_chunks(fd), size)
     result.indexed_size = known.size
-    return result, True
+    return result, loaded.rows
 
 
 def _header_line(result: ScanResult) -> bytes:
@@ -159,6 +160,8 @@ def _migrate(path: Path, result: ScanResult, readonly: bool) -> tuple[ScanResult
         from_version = migration.plan(data for _, data, _ in read_lines(source, end))
         migrated = _migrated_chunks(source, end, migration)
         if readonly:
+            import tempfile  # only an old file's read-only open needs it
+
             with tempfile.TemporaryFile() as handle:
                 copy = os.dup(handle.fileno())
             size = 0

@@ -75,11 +75,12 @@ def keys_or_none(raw: bytes) -> LineKeys | None:
         return None
 
 
-class EntryRecord(msgspec.Struct, gc=False):
+class EntryRecord(msgspec.Struct, array_like=True, gc=False):
     """One entry line: identity, tree link, place in the file, caches.
 
     Never decoded from JSON (see the module's docstring): built from ``LineKeys`` by
-    ``record_of`` or for an entry made in memory by ``new_record``."""
+    ``record_of`` or for an entry made in memory by ``new_record``. The persistent index
+    (``index_file``) keeps records as msgpack arrays of these fields, in this order."""
 
     id: str
     type: str = ""

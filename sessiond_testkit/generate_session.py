@@ -10,11 +10,12 @@ the cut pi's own ``findCutPoint`` would pick for the generator's ``keep_recent_t
 
 CLI (from the repository root)::
 
-    python -m bench.generate_session --entries 100000 --branchy --compactions --out s.jsonl
+    python -m sessiond_testkit.generate_session --entries 100000 --branchy --compactions \
+        --out s.jsonl
 
 API::
 
-    from bench.generate_session import generate
+    from sessiond_testkit.generate_session import generate
     info = generate("s.jsonl", entries=10_000, branchy=True, compactions=True, seed=7)
 """
 
@@ -23,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -32,13 +32,8 @@ from typing import Any
 
 import msgspec
 
-try:
-    from bench import corpus as cp
-    from bench import pi_format as pf
-except ModuleNotFoundError:  # run as a plain script: python bench/generate_session.py
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from bench import corpus as cp
-    from bench import pi_format as pf
+from sessiond_testkit import corpus as cp
+from sessiond_testkit import pi_format as pf
 
 Json = dict[str, Any]
 
