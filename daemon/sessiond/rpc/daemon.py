@@ -20,9 +20,7 @@ from typing import Any, Final, Literal, TypeVar, get_args
 from sessiond._version import __version__
 from sessiond.core.tokens import resolve_threshold_tokens, should_compact
 from sessiond.errors import InvalidParamsError
-from sessiond.llm.base import Progress
-from sessiond.redaction import remember
-from sessiond.server import (
+from sessiond.jsonrpc import (
     AnswerLater,
     Connection,
     MessageType,
@@ -32,7 +30,9 @@ from sessiond.server import (
     WorkDoneEnd,
     WorkDoneReport,
 )
-from sessiond.server.limits import DEFAULT_MAX_CONNECTIONS, FD_RESERVE_MIN, open_file_limit
+from sessiond.jsonrpc.limits import DEFAULT_MAX_CONNECTIONS, FD_RESERVE_MIN, open_file_limit
+from sessiond.llm.base import Progress
+from sessiond.redaction import remember
 from sessiond.service.actor import SessionActor
 from sessiond.service.sessions import SessionLimits, SessionRegistry
 from sessiond.service.summaries import SummaryContext

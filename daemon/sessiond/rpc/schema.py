@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from sessiond.server.messages import (
+from sessiond.jsonrpc.messages import (
     CancelParams,
     LogMessageParams,
     WorkDoneProgress,
