@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "daemon")]
 
 from bench.readme import write_section  # noqa: E402
-from sessiond.jsonrpc.framing import FrameParser, encode_frame  # noqa: E402
+from sessiond.jsonrpc.header_framing import FrameParser, encode_frame  # noqa: E402
 
 PARAMS = {"text": "the quick brown fox jumps over the lazy dog", "n": 42, "items": [1, 2, 3]}
 IN_FLIGHT = 64

@@ -21,7 +21,6 @@ from sessiond.jsonrpc import (
     ClientReturnedError,
     Connection,
     MessageType,
-    NotificationContext,
     RequestContext,
     Router,
     RpcServer,
@@ -34,6 +33,7 @@ from sessiond.jsonrpc import (
     endpoint_from_args,
     loop_factory_from_args,
 )
+from sessiond.jsonrpc.handler_context import NotificationContext
 
 router = Router()
 closed_connections: list[int] = []
@@ -157,7 +157,7 @@ async def ask_client(ctx: RequestContext, params: AskParams) -> dict[str, Any]:
 @router.request("notifyMe", NotifyParams)
 async def notify_me(ctx: RequestContext, params: NotifyParams) -> int:
     for index in range(params.count):
-        ctx.notify("test/event", {"index": index})
+        ctx.connection.notify("test/event", {"index": index})
     ctx.connection.log_message("notified", MessageType.INFO)
     return params.count
 

@@ -8,12 +8,12 @@ from typing import Any
 
 import msgspec
 
-from sessiond.jsonrpc.framing import encode_frame
-from sessiond.jsonrpc.limits import (
+from sessiond.jsonrpc.connection_limits import (
     MAX_CONCURRENT_REQUESTS,
     PRE_AUTH_MAX_MESSAGES,
     UNREAD_NOTIFICATIONS_LIMIT,
 )
+from sessiond.jsonrpc.header_framing import encode_frame
 from sessiond.jsonrpc.receive_budget import ReceiveBudget
 from tests.jsonrpc.harness import Link, make_link
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import pytest
 
 from sessiond.jsonrpc.admission import Admission
-from sessiond.jsonrpc.framing import FrameError, FrameErrorKind, FrameParser, encode_frame
-from sessiond.jsonrpc.limits import ConnectionLimits, accept_fd_ceiling
+from sessiond.jsonrpc.connection_limits import ConnectionLimits, accept_fd_ceiling
+from sessiond.jsonrpc.header_framing import FrameError, FrameErrorKind, FrameParser, encode_frame
 from sessiond.jsonrpc.logs import RepeatFilter
 from sessiond.jsonrpc.receive_budget import COUNTED_FROM_BYTES, ReceiveBudget
 

@@ -7,15 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from sessiond.jsonrpc import (
-    SecurityError,
-    StdioEndpoint,
-    TcpEndpoint,
-    UnixSocketEndpoint,
-    add_server_arguments,
-    endpoint_from_args,
-)
-from sessiond.jsonrpc.framing import DEFAULT_MAX_FRAME_BYTES
+from sessiond.jsonrpc import add_server_arguments, endpoint_from_args
+from sessiond.jsonrpc.header_framing import DEFAULT_MAX_FRAME_BYTES
+from sessiond.jsonrpc.startup_errors import SecurityError
+from sessiond.jsonrpc.transports import StdioEndpoint, TcpEndpoint, UnixSocketEndpoint
 
 
 def parse(*argv: str) -> argparse.Namespace:

@@ -190,8 +190,8 @@ async def test_pygls_client_over_tcp() -> None:
 
 @pytest.mark.parametrize("text", ["nope", "1:2:x", "70000"])
 def test_bad_tcp_addresses(text: str) -> None:
+    from sessiond.jsonrpc import TransportError
     from sessiond.jsonrpc.options import parse_tcp_address
-    from sessiond.jsonrpc.transports import TransportError
 
     with pytest.raises(TransportError):
         parse_tcp_address(text)
@@ -206,7 +206,7 @@ def test_tcp_address_forms() -> None:
 
 
 def test_environment_token_is_removed_once_read() -> None:
-    from sessiond.jsonrpc.auth import token_from_environment
+    from sessiond.jsonrpc.transports.tcp_token import token_from_environment
 
     env = {"SESSIOND_TOKEN": " secret \n", "OTHER": "1"}
     assert token_from_environment(env) == "secret"

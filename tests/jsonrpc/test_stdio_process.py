@@ -12,7 +12,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from sessiond.jsonrpc.framing import encode_frame
+from sessiond.jsonrpc.header_framing import encode_frame
 from tests.jsonrpc.wire_client import EXAMPLE_SERVER, ServerProcess, spawn_server, stdio_client
 
 

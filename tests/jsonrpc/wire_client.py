@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from sessiond.jsonrpc.framing import FrameError, FrameParser, encode_frame
+from sessiond.jsonrpc.header_framing import FrameError, FrameParser, encode_frame
 
 EXAMPLE_SERVER = Path(__file__).with_name("example_server.py")
 LISTENING = re.compile(rb"listening on (tcp|unix) (\S+)")

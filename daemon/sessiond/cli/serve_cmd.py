@@ -7,7 +7,7 @@ import sys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from sessiond.jsonrpc.options import add_server_arguments
+    from sessiond.jsonrpc import add_server_arguments
 
     parser.description = (
         "Serve sessiond's protocol (JSON-RPC 2.0 with Content-Length framing). "

@@ -1,7 +1,6 @@
-"""The JSON-RPC 2.0 layer of sessiond: framing, dispatch, lifecycle, transports.
+"""JSON-RPC 2.0 over LSP framing, on asyncio and msgspec: generic, it knows nothing of sessions.
 
-Generic on purpose: it knows nothing of sessions. The daemon registers its methods on a
-``Router`` and runs an ``RpcServer`` on an endpoint::
+What sessiond's methods and command line use; the modules hold the rest::
 
     router = Router()
 
@@ -12,63 +11,61 @@ Generic on purpose: it knows nothing of sessions. The daemon registers its metho
     sys.exit(server.run(StdioEndpoint()))
 """
 
-from sessiond.jsonrpc.connection import Connection, MessageType
-from sessiond.jsonrpc.context import AnswerLater, NotificationContext, RequestContext
-from sessiond.jsonrpc.limits import ConnectionLimits
+from sessiond.jsonrpc.client_requests import (
+    ClientRequestFailed,
+    ClientRequestTimeout,
+    ClientReturnedError,
+)
+from sessiond.jsonrpc.connection import Connection
+from sessiond.jsonrpc.connection_limits import (
+    DEFAULT_MAX_CONNECTIONS,
+    FD_RESERVE_MIN,
+    open_file_limit,
+)
+from sessiond.jsonrpc.handler_context import AnswerLater, RequestContext
 from sessiond.jsonrpc.logs import configure_logging
-from sessiond.jsonrpc.messages import RequestId, WorkDoneBegin, WorkDoneEnd, WorkDoneReport
+from sessiond.jsonrpc.lsp_notifications import (
+    CancelParams,
+    LogMessageParams,
+    MessageType,
+    WorkDoneBegin,
+    WorkDoneEnd,
+    WorkDoneProgress,
+    WorkDoneReport,
+)
 from sessiond.jsonrpc.options import (
     add_server_arguments,
     endpoint_from_args,
     limits_from_args,
     loop_factory_from_args,
 )
-from sessiond.jsonrpc.outgoing import (
-    ClientDisconnected,
-    ClientRequestFailed,
-    ClientRequestTimeout,
-    ClientResultInvalid,
-    ClientReturnedError,
-)
-from sessiond.jsonrpc.router import NoParams, Router
-from sessiond.jsonrpc.runner import RpcServer
-from sessiond.jsonrpc.startup import OptionError, SecurityError, TransportError
-from sessiond.jsonrpc.transports import (
-    Endpoint,
-    StdioEndpoint,
-    TcpEndpoint,
-    UnixSocketEndpoint,
-)
+from sessiond.jsonrpc.router import Router
+from sessiond.jsonrpc.server import RpcServer
+from sessiond.jsonrpc.startup_errors import TransportError
 
 __all__ = [
+    "DEFAULT_MAX_CONNECTIONS",
+    "FD_RESERVE_MIN",
     "AnswerLater",
-    "ClientDisconnected",
+    "CancelParams",
     "ClientRequestFailed",
     "ClientRequestTimeout",
-    "ClientResultInvalid",
     "ClientReturnedError",
     "Connection",
-    "ConnectionLimits",
-    "Endpoint",
+    "LogMessageParams",
     "MessageType",
-    "NoParams",
-    "NotificationContext",
-    "OptionError",
     "RequestContext",
-    "RequestId",
     "Router",
     "RpcServer",
-    "SecurityError",
-    "StdioEndpoint",
-    "TcpEndpoint",
     "TransportError",
-    "UnixSocketEndpoint",
     "WorkDoneBegin",
     "WorkDoneEnd",
+    "WorkDoneProgress",
     "WorkDoneReport",
     "add_server_arguments",
     "configure_logging",
     "endpoint_from_args",
     "limits_from_args",
     "loop_factory_from_args",
+    "open_file_limit",
 ]

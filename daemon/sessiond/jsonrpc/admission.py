@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-from sessiond.jsonrpc.limits import ConnectionLimits
+from sessiond.jsonrpc.connection_limits import ConnectionLimits
 
 
 class Admitted(Protocol):

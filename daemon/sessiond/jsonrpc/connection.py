@@ -1,67 +1,61 @@
-"""One client connection: framing in, flow control, the server's own messages out, closing.
+"""One client connection: bytes in, flow control, the server's own messages out, closing.
 
-A connection is transport-neutral: a transport feeds it bytes (``feed``) and gives it a
-``ByteSink`` to write to. What arrives is handled by its ``Dispatcher`` (handlers, answers,
-the lifecycle); a TCP connection first goes through its ``AuthGate`` (``preauth``).
-
-Flow control: received messages go through an ``Inbox`` in order. While the client is not
-reading (the transport's buffer is over its high mark) or ``MAX_CONCURRENT_REQUESTS``
-handlers run, they wait there and the connection stops reading, so a client that never
-reads costs the daemon a bounded amount (see ``limits``). Answers to the daemon's own
-requests and ``$/cancelRequest`` skip the queue: a handler may be waiting for them.
+Transport-neutral: a transport feeds it bytes (``feed``) and gives it a ``ByteSink`` to
+write to. What arrives is queued in order (``IncomingQueue``) and handled by its
+``Dispatcher``; a connection that must show a token goes through its ``AuthGate`` first.
+While the client is not reading, or ``MAX_CONCURRENT_REQUESTS`` handlers run, messages
+wait and the connection stops reading. Answers to the daemon's own requests and
+``$/cancelRequest`` skip the queue: a handler may be waiting for them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 from collections.abc import Callable
-from enum import IntEnum
 from typing import Any, Protocol, TypeVar, overload
 
 import msgspec
 from msgspec import UNSET
 
 from sessiond.core.inert import inert
-from sessiond.jsonrpc.decoding import UNDECODABLE, decode_message
-from sessiond.jsonrpc.dispatch import CANCEL_REQUEST, Dispatcher, cancel_params_decoder
-from sessiond.jsonrpc.framing import (
-    DEFAULT_MAX_FRAME_BYTES,
-    FrameError,
-    FrameParser,
+from sessiond.jsonrpc.auth_gate import AuthGate
+from sessiond.jsonrpc.client_requests import (
+    ClientDisconnected,
+    ClientRequestTimeout,
+    PendingClientRequests,
 )
-from sessiond.jsonrpc.inbox import Inbox, Item
-from sessiond.jsonrpc.lifecycle import State
-from sessiond.jsonrpc.limits import (
-    AUTH_DEADLINE_SECONDS,
+from sessiond.jsonrpc.connection_limits import (
     MAX_CONCURRENT_REQUESTS,
     OUTPUT_HIGH_WATER,
-    PRE_AUTH_MAX_FRAME_BYTES,
     UNREAD_NOTIFICATIONS_LIMIT,
 )
-from sessiond.jsonrpc.messages import (
-    CancelParams,
+from sessiond.jsonrpc.dispatch import Dispatcher, cancel_params_decoder
+from sessiond.jsonrpc.envelopes import (
+    UNDECODABLE,
     IncomingMessage,
-    LogMessageParams,
     OutgoingNotification,
     OutgoingRequest,
-    ProgressParams,
     RequestId,
+    decode_envelope,
 )
-from sessiond.jsonrpc.outbox import Outbox
-from sessiond.jsonrpc.outgoing import ClientDisconnected, ClientRequestTimeout, PendingRequests
-from sessiond.jsonrpc.preauth import AuthGate
+from sessiond.jsonrpc.frame_writer import FrameWriter
+from sessiond.jsonrpc.header_framing import DEFAULT_MAX_FRAME_BYTES, FrameParser
+from sessiond.jsonrpc.incoming_queue import IncomingQueue, QueuedItem
+from sessiond.jsonrpc.lifecycle import State
+from sessiond.jsonrpc.lsp_notifications import (
+    CANCEL_REQUEST,
+    LOG_MESSAGE,
+    PROGRESS,
+    CancelParams,
+    LogMessageParams,
+    MessageType,
+    ProgressNotificationParams,
+)
 from sessiond.jsonrpc.receive_budget import COUNTED_FROM_BYTES, ReceiveBudget
 from sessiond.jsonrpc.router import Router
-
-__all__ = [
-    "AUTH_DEADLINE_SECONDS",  # re-exported: the limits were first defined here
-    "PRE_AUTH_MAX_FRAME_BYTES",
-    "ByteSink",
-    "Connection",
-    "MessageType",
-]
 
 log = logging.getLogger("sessiond.jsonrpc")
 
@@ -72,16 +66,6 @@ DEFAULT_CLIENT_REQUEST_TIMEOUT = 30.0
 END_OF_INPUT_GRACE_SECONDS = 2.0
 # How long closing waits for cancelled handlers to unwind before the close callbacks run.
 _HANDLER_UNWIND_SECONDS = 5.0
-
-
-class MessageType(IntEnum):
-    """LSP ``MessageType`` of ``window/logMessage``."""
-
-    ERROR = 1
-    WARNING = 2
-    INFO = 3
-    LOG = 4
-    DEBUG = 5
 
 
 class ByteSink(Protocol):
@@ -120,9 +104,9 @@ class Connection:
         self._parser = FrameParser(max_frame_bytes)
         self._receive_budget = receive_budget
         self._budgeted = False  # whether the budget counts an unfinished frame of ours
-        self._inbox = Inbox()
-        self._outbox = Outbox(sink.write)
-        self._pending = PendingRequests()
+        self._queue = IncomingQueue()
+        self._writer = FrameWriter(sink.write)
+        self._pending = PendingClientRequests()
         self._close_callbacks: list[Callable[[Connection], object]] = []
         self._on_finished = on_finished
         self._closed = False
@@ -132,18 +116,15 @@ class Connection:
         self._write_paused = False
         # Bytes the client did not ask for, sent since it last caught up with its reading.
         self._unread_unsolicited = 0
-        self._drain_waiters: list[asyncio.Future[None]] = []
         self._input_ended = False
         self._eof_timer: asyncio.TimerHandle | None = None
         self._gate = (
-            AuthGate(auth_token, self._parser, loop=loop, on_expired=self._auth_expired)
-            if auth_token is not None
-            else None
+            AuthGate(auth_token, self, self._parser, loop=loop) if auth_token is not None else None
         )
         self._dispatcher = Dispatcher(
             router,
             self,
-            outbox=self._outbox,
+            writer=self._writer,
             pending=self._pending,
             gate=self._gate,
             loop=loop,
@@ -168,11 +149,7 @@ class Connection:
     @property
     def busy(self) -> bool:
         """Whether handlers of this connection are still running, or messages wait their turn."""
-        return bool(self._dispatcher.handlers or self._inbox)
-
-    @property
-    def shutdown_received(self) -> bool:
-        return self._dispatcher.lifecycle.shutdown_received
+        return bool(self._dispatcher.handlers or self._queue)
 
     @property
     def exit_requested(self) -> bool:
@@ -207,13 +184,13 @@ class Connection:
 
     def progress(self, token: RequestId, value: Any) -> None:
         """Send ``$/progress`` (``value``: a ``WorkDoneBegin/Report/End`` or any JSON value)."""
-        self.notify("$/progress", ProgressParams(token, value))
+        self.notify(PROGRESS, ProgressNotificationParams(token, value))
 
     def log_message(self, message: str, type: MessageType = MessageType.INFO) -> None:
         """Send ``window/logMessage``, for the client to show in its log: always one line
         without control characters, so that words quoted in it cannot start a message of
         their own (``core.inert``)."""
-        self.notify("window/logMessage", LogMessageParams(int(type), inert(message)))
+        self.notify(LOG_MESSAGE, LogMessageParams(int(type), inert(message)))
 
     @overload
     async def request(
@@ -271,18 +248,11 @@ class Connection:
             if self._pending.discard(request_id) and not self._closed:
                 self.notify(CANCEL_REQUEST, CancelParams(request_id))
 
-    async def drain(self) -> None:
-        """Wait while the client is not reading fast enough (call between big notifications)."""
-        if self._write_paused and not self._closed:
-            waiter: asyncio.Future[None] = self._loop.create_future()
-            self._drain_waiters.append(waiter)
-            await waiter
-
     def close(self) -> None:
         """Send what is queued, close the transport, cancel handlers, run the close callbacks."""
         if self._closed:
             return
-        self._outbox.close()
+        self._writer.close()
         self._sink.close()
         self._finish()
 
@@ -290,7 +260,7 @@ class Connection:
         """Close at once, dropping whatever the client has not read."""
         if self._closed:
             return
-        self._outbox.abandon()
+        self._writer.abandon()
         self._sink.abort()
         self._finish()
 
@@ -317,7 +287,7 @@ class Connection:
                 )
                 self.abort()
                 return
-        self._outbox.send(body)
+        self._writer.send(body)
 
     # -- transport events ------------------------------------------------------------------------
 
@@ -338,14 +308,14 @@ class Connection:
             self._budgeted = parser.buffered >= COUNTED_FROM_BYTES
         if not events:
             return
-        push = self._inbox.push
-        # Before the token, everything takes its turn (and is counted) in the inbox.
+        push = self._queue.push
+        # Before the token, everything takes its turn (and is counted) in the queue.
         skip_allowed = self.authenticated
         for event in events:
             if type(event) is not bytes:
                 push(event, 0)
                 continue
-            message = decode_message(event)
+            message = decode_envelope(event)
             if message is None:
                 push(event, len(event))  # answered with what ``diagnose`` finds
                 continue
@@ -375,7 +345,7 @@ class Connection:
     def connection_lost(self, exc: BaseException | None) -> None:
         if exc is not None and not self._closed:
             log.info("connection %s (%s) lost: %s", self.id, self.peer, exc)
-        self._outbox.abandon()
+        self._writer.abandon()
         self._finish()
 
     def pause_writing(self) -> None:
@@ -385,7 +355,6 @@ class Connection:
     def resume_writing(self) -> None:
         self._write_paused = False
         self._unread_unsolicited = 0
-        self._wake_drain_waiters()
         self._pump()
 
     # -- flow control ----------------------------------------------------------------------------
@@ -408,31 +377,33 @@ class Connection:
         if self._pumping or self._closed:
             return
         self._pumping = True
-        inbox = self._inbox
-        outbox = self._outbox
+        queue = self._queue
+        writer = self._writer
         dispatcher = self._dispatcher
         gate = self._gate
-        handle = dispatcher.handle if gate is None or gate.passed else self._handle
-        outbox.hold()
+        handle: Callable[[QueuedItem], None] = dispatcher.handle
+        if gate is not None and not gate.passed:
+            handle = functools.partial(gate.screen, dispatch=dispatcher.handle)
+        writer.hold()
         try:
-            while inbox and not self._closed:
-                if outbox.held_bytes >= OUTPUT_HIGH_WATER:
-                    outbox.flush()  # lets the transport tell whether the client keeps up
+            while queue and not self._closed:
+                if writer.held_bytes >= OUTPUT_HIGH_WATER:
+                    writer.flush()  # lets the transport tell whether the client keeps up
                 if self._write_paused:
                     break
                 if (
-                    type(inbox[0][0]) is IncomingMessage
+                    type(queue[0][0]) is IncomingMessage
                     and dispatcher.handlers >= MAX_CONCURRENT_REQUESTS
                 ):
                     break
                 try:
-                    handle(inbox.take())
+                    handle(queue.take())
                 except Exception:
                     log.exception("connection %s: failed to process a message", self.id)
         finally:
             self._pumping = False
-            outbox.release()
-        if not self._reading or self._write_paused or inbox.full:
+            writer.release()
+        if not self._reading or self._write_paused or queue.full:
             self._steer_reading()
         if self._input_ended:
             self._end_when_done()
@@ -441,7 +412,7 @@ class Connection:
         """Read from the client only while it reads its answers and little waits here."""
         if self._closed:
             return
-        wanted = not self._write_paused and not self._inbox.full
+        wanted = not self._write_paused and not self._queue.full
         if wanted is self._reading:
             return
         self._reading = wanted
@@ -454,40 +425,12 @@ class Connection:
 
     def _end_when_done(self) -> None:
         """After the end of input: close once nothing waits; running handlers get a grace."""
-        if self._closed or self._inbox:
+        if self._closed or self._queue:
             return
         if not self._dispatcher.handlers:
             self.close()
         elif self._eof_timer is None:
             self._eof_timer = self._loop.call_later(END_OF_INPUT_GRACE_SECONDS, self.close)
-
-    # -- admission of what arrives ---------------------------------------------------------------
-
-    def _handle(self, item: Item) -> None:
-        gate = self._gate
-        if gate is not None and not gate.passed and not self._admitted(gate, item):
-            return
-        self._dispatcher.handle(item)
-
-    def _admitted(self, gate: AuthGate, item: Item) -> bool:
-        """Before the token: a few well-formed messages, or the connection is closed."""
-        if not gate.admit():
-            self._turn_away("too many messages before the token")
-            return False
-        if isinstance(item, FrameError):
-            self._dispatcher.handle(item)  # answered, then closed
-            self._turn_away("a broken or oversized frame before the token")
-            return False
-        return True
-
-    def _turn_away(self, reason: str) -> None:
-        log.warning("connection %s (%s): %s; closing", self.id, self.peer, reason)
-        self.close()
-
-    def _auth_expired(self) -> None:
-        if not self.authenticated and not self._closed:
-            log.warning("connection %s (%s): no token in time, closing", self.id, self.peer)
-            self.close()
 
     # -- closing ---------------------------------------------------------------------------------
 
@@ -503,10 +446,9 @@ class Connection:
             self._eof_timer = None
         if self._receive_budget is not None:
             self._receive_budget.release(self)
-        self._inbox.discard_all()
+        self._queue.discard_all()
         handlers = self._dispatcher.stop()
         self._pending.fail_all()
-        self._wake_drain_waiters()
         self._close_task = self._loop.create_task(self._after_close(handlers))
         if self._on_finished is not None:
             self._on_finished(self)
@@ -523,9 +465,3 @@ class Connection:
                     await outcome
             except Exception:
                 log.exception("connection %s: close callback failed", self.id)
-
-    def _wake_drain_waiters(self) -> None:
-        waiters, self._drain_waiters = self._drain_waiters, []
-        for waiter in waiters:
-            if not waiter.done():
-                waiter.set_result(None)

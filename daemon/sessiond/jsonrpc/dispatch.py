@@ -1,12 +1,9 @@
 """Running one connection's requests and notifications, and answering them.
 
-Each request whose handler is ``async`` runs as its own task so that ``$/cancelRequest``
-can cancel it; plain ``def`` handlers run inline, and one that cannot answer at once
-raises ``AnswerLater`` with a coroutine that will, which then runs as a task too. No
-exception from a handler ever reaches the client as a traceback: ``SessiondError``s become
-their code/kind, anything else becomes -32603 "Internal error" and is logged with its
-traceback. The lifecycle gate (``initialize`` ... ``shutdown``, ``exit``) and the token
-check of ``initialize`` are here.
+``async`` handlers run as tasks, so that ``$/cancelRequest`` can cancel them; plain ones
+run inline (or raise ``AnswerLater``). A handler's exception never reaches the client as
+a traceback: a ``SessiondError`` becomes its code and kind, anything else -32603,
+logged. The lifecycle gate and the token check of ``initialize`` are here.
 """
 
 from __future__ import annotations
@@ -23,6 +20,7 @@ from msgspec import UNSET
 
 from sessiond.core.inert import inert, quoted
 from sessiond.errors import (
+    InvalidParamsError,
     InvalidRequestError,
     MethodNotFoundError,
     ParseError,
@@ -30,24 +28,24 @@ from sessiond.errors import (
     SessiondError,
     UnauthorizedError,
 )
-from sessiond.jsonrpc.context import AnswerLater, NotificationContext, RequestContext
-from sessiond.jsonrpc.decoding import UNDECODABLE, invalid_params
-from sessiond.jsonrpc.framing import FrameError, FrameErrorKind
-from sessiond.jsonrpc.inbox import Item
-from sessiond.jsonrpc.lifecycle import EXIT, INITIALIZE, SHUTDOWN, Lifecycle, State
-from sessiond.jsonrpc.messages import (
-    CancelParams,
+from sessiond.jsonrpc.auth_gate import AuthGate
+from sessiond.jsonrpc.client_requests import PendingClientRequests
+from sessiond.jsonrpc.diagnosis import diagnose
+from sessiond.jsonrpc.envelopes import (
+    UNDECODABLE,
     ErrorObject,
     ErrorResponse,
     IncomingMessage,
     RequestId,
     ResultResponse,
-    diagnose,
     error_object,
 )
-from sessiond.jsonrpc.outbox import Outbox
-from sessiond.jsonrpc.outgoing import PendingRequests
-from sessiond.jsonrpc.preauth import AuthGate
+from sessiond.jsonrpc.frame_writer import FrameWriter
+from sessiond.jsonrpc.handler_context import AnswerLater, NotificationContext, RequestContext
+from sessiond.jsonrpc.header_framing import FrameError, FrameErrorKind
+from sessiond.jsonrpc.incoming_queue import QueuedItem
+from sessiond.jsonrpc.lifecycle import EXIT, INITIALIZE, SHUTDOWN, Lifecycle, State
+from sessiond.jsonrpc.lsp_notifications import CANCEL_REQUEST, CancelParams
 from sessiond.jsonrpc.router import NoParams, RequestSpec, Router
 
 if TYPE_CHECKING:
@@ -55,7 +53,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("sessiond.jsonrpc")
 
-CANCEL_REQUEST = "$/cancelRequest"
 # Unknown notification names a connection is warned about (once each); later ones are
 # not logged, so that a client cannot grow the daemon or its log with new names.
 MAX_WARNED_NOTIFICATIONS = 32
@@ -95,16 +92,16 @@ class Dispatcher:
         router: Router,
         connection: Connection,
         *,
-        outbox: Outbox,
-        pending: PendingRequests,
+        writer: FrameWriter,
+        pending: PendingClientRequests,
         gate: AuthGate | None,
         loop: asyncio.AbstractEventLoop,
         on_handler_done: Callable[[], None],
     ) -> None:
-        self._requests = router._requests
-        self._notifications = router._notifications
+        self._requests = router.requests
+        self._notifications = router.notifications
         self._connection = connection
-        self._outbox = outbox
+        self._writer = writer
         self._pending = pending
         self._gate = gate
         self._loop = loop
@@ -135,7 +132,7 @@ class Dispatcher:
             task.cancel()
         return handlers
 
-    def handle(self, item: Item) -> None:
+    def handle(self, item: QueuedItem) -> None:
         """A message, a body that is not one, or a framing problem, in its turn."""
         if type(item) is not IncomingMessage:
             if type(item) is bytes:
@@ -184,8 +181,8 @@ class Dispatcher:
             return
         try:
             params = spec.decode_params(raw)
-        except UNDECODABLE as exc:
-            self.send_error(request_id, invalid_params(exc))
+        except InvalidParamsError as err:
+            self.send_error(request_id, err)
             return
         self._dispatch(spec, RequestContext(self._connection, request_id, method, raw), params, ())
 
@@ -198,7 +195,7 @@ class Dispatcher:
         if refusal is not None:
             self.send_error(request_id, refusal)
             return
-        spec = self._requests.get(method) or _lifecycle_defaults._requests.get(method)
+        spec = self._requests.get(method) or _lifecycle_defaults.requests.get(method)
         if spec is None:
             self.send_error(request_id, _method_not_found(method))
             return
@@ -219,8 +216,8 @@ class Dispatcher:
             return
         try:
             params = spec.decode_params(raw)
-        except UNDECODABLE as exc:
-            self.send_error(request_id, invalid_params(exc))
+        except InvalidParamsError as err:
+            self.send_error(request_id, err)
             return
         earlier: tuple[asyncio.Task[None], ...] = ()
         if method == INITIALIZE:
@@ -314,7 +311,7 @@ class Dispatcher:
             return
         if ctx.method == INITIALIZE:
             self.lifecycle.initialize_finished(True)
-        self._outbox.send(body)
+        self._writer.send(body)
 
     def _answer_error(self, ctx: RequestContext, err: SessiondError) -> None:
         if ctx.method == INITIALIZE:
@@ -344,7 +341,7 @@ class Dispatcher:
             log.exception("connection %s: could not encode error details", self._connection.id)
             bare = ErrorObject(code=err.code, message=err.message, data={"kind": err.kind})
             body = _encoder.encode(ErrorResponse(id=request_id, error=bare))
-        self._outbox.send(body)
+        self._writer.send(body)
 
     def _reject(self, body: bytes) -> None:
         diagnosis = diagnose(body)
@@ -354,7 +351,7 @@ class Dispatcher:
             if answered or not diagnosis.replies:
                 return
         if diagnosis.as_batch:
-            self._outbox.send(
+            self._writer.send(
                 _encoder.encode(
                     [
                         ErrorResponse(id=request_id, error=error_object(err))
@@ -410,8 +407,8 @@ class Dispatcher:
             return
         try:
             params = spec.decode_params(raw)
-        except UNDECODABLE as exc:
-            log.warning("connection %s: %s: %s", connection.id, method, invalid_params(exc).message)
+        except InvalidParamsError as err:
+            log.warning("connection %s: %s: %s", connection.id, method, err.message)
             return
         ctx = NotificationContext(connection, method)
         if spec.is_async:

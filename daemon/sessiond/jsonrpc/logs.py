@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from sessiond.core.inert import inert
-from sessiond.jsonrpc.startup import OptionError
+from sessiond.jsonrpc.startup_errors import OptionError
 from sessiond.redaction import RedactingFormatter, clip
 
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"

@@ -22,20 +22,20 @@ from collections.abc import Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
-from sessiond.jsonrpc.auth import read_token_file, token_from_environment
-from sessiond.jsonrpc.framing import DEFAULT_MAX_FRAME_BYTES
-from sessiond.jsonrpc.limits import (
+from sessiond.jsonrpc.connection_limits import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_UNAUTHENTICATED,
     ConnectionLimits,
 )
-from sessiond.jsonrpc.startup import OptionError, TransportError
+from sessiond.jsonrpc.header_framing import DEFAULT_MAX_FRAME_BYTES
+from sessiond.jsonrpc.startup_errors import OptionError, TransportError
 from sessiond.jsonrpc.transports import (
     Endpoint,
     StdioEndpoint,
     TcpEndpoint,
     UnixSocketEndpoint,
 )
+from sessiond.jsonrpc.transports.tcp_token import read_token_file, token_from_environment
 
 DEFAULT_TCP_HOST = "127.0.0.1"
 

@@ -9,7 +9,7 @@ step); everyone else is unaffected.
 
 from __future__ import annotations
 
-from sessiond.jsonrpc.limits import KIB
+from sessiond.jsonrpc.connection_limits import KIB
 
 # Smaller unfinished frames are not counted: nearly all are, and counting them would cost
 # every read a dictionary update for nothing (a few hundred KiB per connection is bounded

@@ -1,15 +1,9 @@
 """The method table: which handler serves which request or notification, with its params type.
 
-The daemon registers its methods here; the connection looks them up. A handler takes a
-context and its decoded params and returns the result: a ``msgspec.Struct``, builtins, or
-``msgspec.Raw`` (pre-encoded JSON, sent as it is). It may be ``async def`` (runs as its own
-task, cancellable by ``$/cancelRequest``) or a plain ``def`` (runs inline, for methods that
-never wait; cheaper, not cancellable).
-
-    router = Router()
-
-    @router.request("session/append", AppendParams)
-    async def append(ctx: RequestContext, params: AppendParams) -> AppendResult: ...
+A handler takes a context and its decoded params and returns the result: a
+``msgspec.Struct``, builtins, or ``msgspec.Raw`` (pre-encoded JSON, sent as it is). It
+may be ``async def`` (runs as its own task, cancellable by ``$/cancelRequest``) or a
+plain ``def`` (runs inline, for methods that never wait; cheaper, not cancellable).
 """
 
 from __future__ import annotations
@@ -23,7 +17,9 @@ from typing import Any, Generic, TypeVar
 import msgspec
 
 from sessiond.core.absent import decode_reading_null_as_absent
-from sessiond.jsonrpc.context import NotificationContext, RequestContext
+from sessiond.errors import InvalidParamsError
+from sessiond.jsonrpc.envelopes import UNDECODABLE
+from sessiond.jsonrpc.handler_context import NotificationContext, RequestContext
 
 P = TypeVar("P")
 H = TypeVar("H", bound=Callable[..., object])
@@ -39,7 +35,6 @@ class NoParams(msgspec.Struct):
 
 @dataclass(frozen=True, slots=True)
 class _Spec(Generic[P]):
-    method: str
     params_type: Any
     handler: Callable[..., object]
     is_async: bool
@@ -47,12 +42,26 @@ class _Spec(Generic[P]):
 
     def decode_params(self, raw: msgspec.Raw) -> P:
         """The params as the handler's type. Absent or ``null`` params count as ``{}``, and
-        an optional field sent as null as one left out."""
-        size = len(raw)
-        if size == 0 or (size == 4 and bytes(raw) == b"null"):
-            return self.decoder.decode(_EMPTY_PARAMS)
-        params: P = decode_reading_null_as_absent(self.decoder, raw, self.params_type)
+        an optional field sent as null as one left out. Raises ``InvalidParamsError``."""
+        try:
+            size = len(raw)
+            if size == 0 or (size == 4 and bytes(raw) == b"null"):
+                empty: P = self.decoder.decode(_EMPTY_PARAMS)
+                return empty
+            params: P = decode_reading_null_as_absent(self.decoder, raw, self.params_type)
+        except UNDECODABLE as exc:
+            raise _invalid_params(exc) from None
         return params
+
+
+def _invalid_params(exc: Exception) -> InvalidParamsError:
+    """-32602 naming the offending field: msgspec's message with ``$`` spelled ``params``."""
+    text = str(exc)
+    message, _, where = text.partition(" - at `")
+    if where:
+        path = "params" + where.rstrip("`")[1:]
+        return InvalidParamsError(f"Invalid params: {message} - at `{path}`", path=path)
+    return InvalidParamsError(f"Invalid params: {message}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +114,7 @@ class Router:
     ) -> None:
         self._check_new(method)
         self._requests[method] = RequestSpec(
-            method, params_type, handler, _is_async(handler), msgspec.json.Decoder(params_type)
+            params_type, handler, _is_async(handler), msgspec.json.Decoder(params_type)
         )
 
     def add_notification(
@@ -116,17 +125,8 @@ class Router:
     ) -> None:
         self._check_new(method)
         self._notifications[method] = NotificationSpec(
-            method, params_type, handler, _is_async(handler), msgspec.json.Decoder(params_type)
+            params_type, handler, _is_async(handler), msgspec.json.Decoder(params_type)
         )
-
-    def include(self, other: Router) -> None:
-        """Register every method of ``other`` here too (a module can build its own router)."""
-        for method, request_spec in other._requests.items():
-            self._check_new(method)
-            self._requests[method] = request_spec
-        for method, notification_spec in other._notifications.items():
-            self._check_new(method)
-            self._notifications[method] = notification_spec
 
     def _check_new(self, method: str) -> None:
         if not isinstance(method, str) or not method:

@@ -21,6 +21,8 @@ from sessiond._version import __version__
 from sessiond.core.tokens import resolve_threshold_tokens, should_compact
 from sessiond.errors import InvalidParamsError
 from sessiond.jsonrpc import (
+    DEFAULT_MAX_CONNECTIONS,
+    FD_RESERVE_MIN,
     AnswerLater,
     Connection,
     MessageType,
@@ -29,8 +31,8 @@ from sessiond.jsonrpc import (
     WorkDoneBegin,
     WorkDoneEnd,
     WorkDoneReport,
+    open_file_limit,
 )
-from sessiond.jsonrpc.limits import DEFAULT_MAX_CONNECTIONS, FD_RESERVE_MIN, open_file_limit
 from sessiond.llm.base import Progress
 from sessiond.redaction import remember
 from sessiond.service.actor import SessionActor

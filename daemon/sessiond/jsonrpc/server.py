@@ -23,8 +23,12 @@ from typing import Any
 
 from sessiond.jsonrpc.admission import Admission
 from sessiond.jsonrpc.connection import ByteSink, Connection
-from sessiond.jsonrpc.framing import DEFAULT_MAX_FRAME_BYTES
-from sessiond.jsonrpc.limits import RECEIVE_BUDGET_FRAMES, ConnectionLimits, open_file_limit
+from sessiond.jsonrpc.connection_limits import (
+    RECEIVE_BUDGET_FRAMES,
+    ConnectionLimits,
+    open_file_limit,
+)
+from sessiond.jsonrpc.header_framing import DEFAULT_MAX_FRAME_BYTES
 from sessiond.jsonrpc.receive_budget import ReceiveBudget
 from sessiond.jsonrpc.router import Router
 from sessiond.jsonrpc.transports import Endpoint, Listening

@@ -14,7 +14,7 @@ import msgspec
 
 from sessiond.core.absent import decode_reading_null_as_absent
 from sessiond.core.inert import quoted
-from sessiond.jsonrpc.messages import IncomingError
+from sessiond.jsonrpc.envelopes import IncomingError
 
 
 class ClientRequestFailed(Exception):
@@ -70,15 +70,12 @@ class _Pending:
 _any_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
 
 
-class PendingRequests:
-    """The server's own requests waiting for an answer, by id."""
+class PendingClientRequests:
+    """The server's own requests to the client waiting for an answer, by id."""
 
     def __init__(self) -> None:
         self._next_id = 0
         self._waiting: dict[int, _Pending] = {}
-
-    def __len__(self) -> int:
-        return len(self._waiting)
 
     def open(
         self, method: str, result_type: Any, loop: asyncio.AbstractEventLoop

@@ -1,22 +1,23 @@
 """The one ordered writer of a connection: frames go out in the order they were queued.
 
-A frame is written as soon as it is sent, except while the connection handles one batch of
-received bytes: the answers produced inline then go out as one write at the end (one system
-call instead of one per answer). Deferring writes any further (to the next turn of the
-event loop) was measured to cost more latency than it saved.
+While the connection handles one batch of received bytes the answers it produces are
+held and written together at the end (one system call instead of one per answer);
+otherwise a frame is written as soon as it is sent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from sessiond.jsonrpc.framing import encode_frame
+from sessiond.jsonrpc.header_framing import encode_frame
 
 # Above this a frame is never joined with others, so it is not copied twice.
 _DIRECT_WRITE_BYTES = 64 * 1024
 
 
-class Outbox:
+class FrameWriter:
+    """Encodes message bodies as frames and writes them, holding them back on request."""
+
     def __init__(self, write: Callable[[bytes], None]) -> None:
         self._write = write
         self._queued: list[bytes] = []

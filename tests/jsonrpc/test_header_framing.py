@@ -7,7 +7,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessiond.jsonrpc.framing import (
+from sessiond.jsonrpc.header_framing import (
     MAX_HEADER_BYTES,
     FrameError,
     FrameErrorKind,

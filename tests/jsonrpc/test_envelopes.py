@@ -6,7 +6,8 @@ import msgspec
 import pytest
 
 from sessiond.errors import INVALID_REQUEST, PARSE_ERROR
-from sessiond.jsonrpc.messages import IncomingMessage, diagnose
+from sessiond.jsonrpc.diagnosis import diagnose
+from sessiond.jsonrpc.envelopes import IncomingMessage
 
 
 @pytest.mark.parametrize(

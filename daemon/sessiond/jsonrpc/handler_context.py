@@ -1,4 +1,4 @@
-"""What a handler gets besides its params: the connection, the request id, progress helpers."""
+"""What a handler receives besides its params: the request context (connection, id, progress)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from sessiond.jsonrpc.messages import RequestId
+from sessiond.jsonrpc.envelopes import RequestId
 
 if TYPE_CHECKING:
     from sessiond.jsonrpc.connection import Connection
@@ -66,9 +66,6 @@ class RequestContext:
             return False
         self.connection.progress(token, value)
         return True
-
-    def notify(self, method: str, params: Any = None) -> None:
-        self.connection.notify(method, params)
 
 
 class NotificationContext:

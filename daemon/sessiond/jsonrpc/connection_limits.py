@@ -24,7 +24,7 @@ MIB = 1024 * KIB
 OUTPUT_HIGH_WATER = 1 * MIB
 OUTPUT_LOW_WATER = 256 * KIB
 # Received messages waiting to be handled; above this the connection stops reading.
-INBOX_LIMIT_BYTES = 1 * MIB
+INCOMING_QUEUE_LIMIT_BYTES = 1 * MIB
 # What a waiting message is counted as on top of its body (its decoded envelope).
 MESSAGE_OVERHEAD_BYTES = 256
 # Handler tasks (the methods that may wait) running at once on one connection.

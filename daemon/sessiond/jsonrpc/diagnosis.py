@@ -1,112 +1,15 @@
-"""JSON-RPC 2.0 wire types, and the diagnosis of a message that is not valid JSON-RPC.
-
-Incoming messages are decoded in one pass into ``IncomingMessage`` with ``params`` and
-``result`` kept as ``msgspec.Raw``; a handler's params are decoded from those bytes later,
-straight into the handler's own type. Only a message that fails that strict decode takes
-the slow path (``diagnose``), which works out the most useful error to answer with.
-"""
+"""What to answer a body that is not a valid JSON-RPC message (it failed the strict decode)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
-from msgspec import UNSET, Raw, UnsetType
 
 from sessiond.errors import InvalidRequestError, ParseError, SessiondError
-from sessiond.jsonrpc.framing import leading_request_id
-
-RequestId = int | str
-JSONRPC_VERSION = "2.0"
-
-
-class IncomingError(msgspec.Struct):
-    code: int
-    message: str
-    data: Raw = Raw()
-
-
-class IncomingMessage(msgspec.Struct):
-    """Any message a peer sends: request, notification or response, told apart by its fields."""
-
-    jsonrpc: Literal["2.0"]
-    id: int | str | UnsetType | None = UNSET
-    method: str | UnsetType = UNSET
-    params: Raw = Raw()  # empty when absent
-    result: Raw = Raw()  # empty when absent; ``null`` is a present result
-    error: IncomingError | UnsetType = UNSET
-
-
-class ErrorObject(msgspec.Struct):
-    code: int
-    message: str
-    data: Any | UnsetType = UNSET
-
-
-class ResultResponse(msgspec.Struct, kw_only=True):
-    jsonrpc: str = JSONRPC_VERSION
-    id: RequestId | None
-    result: Any
-
-
-class ErrorResponse(msgspec.Struct, kw_only=True):
-    jsonrpc: str = JSONRPC_VERSION
-    id: RequestId | None
-    error: ErrorObject
-
-
-class OutgoingRequest(msgspec.Struct, kw_only=True):
-    jsonrpc: str = JSONRPC_VERSION
-    id: RequestId
-    method: str
-    params: Any | UnsetType = UNSET
-
-
-class OutgoingNotification(msgspec.Struct, kw_only=True):
-    jsonrpc: str = JSONRPC_VERSION
-    method: str
-    params: Any | UnsetType = UNSET
-
-
-class CancelParams(msgspec.Struct):
-    id: RequestId
-
-
-class ProgressParams(msgspec.Struct):
-    token: RequestId
-    value: Any
-
-
-class LogMessageParams(msgspec.Struct):
-    type: int
-    message: str
-
-
-class WorkDoneBegin(msgspec.Struct, tag_field="kind", tag="begin", omit_defaults=True):
-    """LSP ``WorkDoneProgressBegin``: the first ``$/progress`` value of an operation."""
-
-    title: str
-    cancellable: bool | None = None
-    message: str | None = None
-    percentage: int | None = None
-
-
-class WorkDoneReport(msgspec.Struct, tag_field="kind", tag="report", omit_defaults=True):
-    cancellable: bool | None = None
-    message: str | None = None
-    percentage: int | None = None
-
-
-class WorkDoneEnd(msgspec.Struct, tag_field="kind", tag="end", omit_defaults=True):
-    message: str | None = None
-
-
-WorkDoneProgress = WorkDoneBegin | WorkDoneReport | WorkDoneEnd
-
-
-def error_object(err: SessiondError) -> ErrorObject:
-    return ErrorObject(code=err.code, message=err.message, data=err.to_data())
+from sessiond.jsonrpc.envelopes import JSONRPC_VERSION, RequestId
+from sessiond.jsonrpc.header_framing import leading_request_id
 
 
 @dataclass(slots=True)
