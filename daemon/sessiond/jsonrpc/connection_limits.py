@@ -1,14 +1,7 @@
 """How much one client, and all clients together, may make the server hold.
 
-Per connection: answers go out through a transport buffer of ``OUTPUT_HIGH_WATER`` bytes;
-above it the connection stops handling and reading requests until the client has read
-(so a client that never reads costs that buffer plus the answer being produced). At most
-``MAX_CONCURRENT_REQUESTS`` handler tasks run at once; later requests wait their turn.
-
-Before a TCP client has shown its token it may send a few small messages for a short
-while. Connections are capped in number (``ConnectionLimits``), with room kept for
-clients that have authenticated, and never so many that the process could run out of
-file descriptors.
+The figures and what a client sees of them: protocol/README.md, "Limits" and "TCP and
+the token".
 """
 
 from __future__ import annotations

@@ -11,7 +11,6 @@ from enum import Enum
 from sessiond.errors import InvalidRequestError, ServerNotInitializedError, SessiondError
 
 INITIALIZE = "initialize"
-INITIALIZED = "initialized"
 SHUTDOWN = "shutdown"
 EXIT = "exit"
 

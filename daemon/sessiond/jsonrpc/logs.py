@@ -1,19 +1,9 @@
 """Logging for the daemon: stderr or a file, never stdout (stdout is the protocol in stdio mode).
 
-Every line goes through ``DaemonLogFormatter``: each message is one line, at most
-``MAX_MESSAGE_CHARS`` long, with every control character (a line break, a terminal
-escape) spelled as an escape, so that words a client or a file put in a message can
-neither start a line that looks like the daemon's nor drive the terminal showing the
-log; a traceback's lines are indented under their record; every known secret is
-removed from the whole (``redaction``), whichever caller logged it.
-
-Messages that repeat are rate-limited, by lines and by bytes: of each kind (the same
-logger, level and message template) the first ``REPEAT_BURST`` per
-``REPEAT_WINDOW_SECONDS`` are written, and at most ``WINDOW_BYTES`` of all INFO and
-WARNING messages together; the rest are counted and reported with the next one
-written. A peer sending junk, or a crowd of strangers knocking, costs the log a few
-lines a minute, not megabytes an hour. DEBUG records, asked for explicitly, are never
-held back, nor are errors beyond their kind's burst.
+Each record is one inert line with known secrets removed (``DaemonLogFormatter``), so
+that words a client or a file put in a message cannot forge a line or drive a terminal;
+repeated and high-volume records are held back and counted (``RepeatFilter``), so that
+junk costs the log a few lines a minute.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """The server process: one endpoint, its connections, signals and an orderly shutdown.
 
-    server = RpcServer(router, on_shutdown=flush_sessions)
-    sys.exit(server.run(StdioEndpoint()))
-
-Shutdown (SIGTERM, SIGINT, end of stdio, parent death, ``request_shutdown``): stop
-accepting, give running requests ``shutdown_grace_seconds`` to answer (a second signal
-skips the wait), close every connection (their handlers are cancelled and their
-``on_close`` callbacks run), then await the daemon's ``on_shutdown``, then remove the
-socket or token file.
-
-Each new client passes ``Admission`` first (the connection caps, fitted to the process's
-open-file limit); all connections share one ``ReceiveBudget`` for unfinished frames.
+Shutdown (a signal, the end of stdio, the parent's death, ``request_shutdown``) stops
+accepting, gives running requests ``shutdown_grace_seconds``, closes every connection,
+then awaits the daemon's ``on_shutdown`` before removing the socket or token file.
 """
 
 from __future__ import annotations
