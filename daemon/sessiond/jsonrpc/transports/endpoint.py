@@ -1,5 +1,4 @@
-"""What every transport shares: the server it serves (``ConnectionHost``), the open
-endpoint (``Listening``) and the ``Endpoint`` protocol."""
+"""What every transport shares: the server it serves, the open endpoint, ``Endpoint``."""
 
 from __future__ import annotations
 

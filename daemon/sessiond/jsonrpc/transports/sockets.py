@@ -1,5 +1,4 @@
-"""What the Unix socket and TCP transports share: the asyncio protocol that feeds a
-``Connection``, naming the peer, and accepting through an ``Acceptor``."""
+"""What the Unix socket and TCP transports share: the protocol of a socket, and accepting."""
 
 from __future__ import annotations
 
@@ -25,6 +24,8 @@ LISTEN_BACKLOG = 100
 
 
 class SocketProtocol(asyncio.Protocol):
+    """One accepted socket: hands what it receives to its ``Connection``."""
+
     def __init__(self, host: ConnectionHost, kind: str, auth_token: str | None) -> None:
         self._host = host
         self._kind = kind
