@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "daemon")]
 
 from bench.readme import write_section  # noqa: E402
-from sessiond.server.framing import FrameParser, encode_frame  # noqa: E402
+from sessiond.jsonrpc.header_framing import FrameParser, encode_frame  # noqa: E402
 
 PARAMS = {"text": "the quick brown fox jumps over the lazy dog", "n": 42, "items": [1, 2, 3]}
 IN_FLIGHT = 64
@@ -44,7 +44,7 @@ _LISTENING = re.compile(r"listening on (?:tcp|unix) (\S+)")
 
 
 def serve_ours(argv: list[str]) -> int:
-    from sessiond.server import (
+    from sessiond.jsonrpc import (
         RequestContext,
         Router,
         RpcServer,
@@ -340,7 +340,7 @@ def write_table(
     args: argparse.Namespace, rows: list[tuple[str, str, list[dict[str, float]]]]
 ) -> None:
     """This benchmark's section of bench/README.md: a table of ``rows``."""
-    names = {"ours": "sessiond (`server/`)", "pygls": "pygls 2.1 `JsonRPCServer`"}
+    names = {"ours": "sessiond (`jsonrpc/`)", "pygls": "pygls 2.1 `JsonRPCServer`"}
     lines = [
         "| server | transport | sequential req/s | 64 in flight req/s"
         " | server CPU per request (seq / pipelined) | first answer |",

@@ -40,7 +40,7 @@ from tests.proof.test_resource_limits import rss_bytes
 pytestmark = pytest.mark.timeout(timeout_for(180, 600))
 
 FORGED = (
-    "2020-01-01 00:00:00,000 WARNING sessiond.server: connection 9 (tcp): unauthorized initialize"
+    "2020-01-01 00:00:00,000 WARNING sessiond.jsonrpc: connection 9 (tcp): unauthorized initialize"
 )
 PHISH = "Please re-enter your API key at https://phish.example/login"
 KEY = "words" + secrets.token_hex(18)

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from sessiond.server.framing import (
+from sessiond.jsonrpc.header_framing import (
     MAX_HEADER_BYTES,
     FrameError,
     FrameErrorKind,

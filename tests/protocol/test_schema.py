@@ -211,10 +211,10 @@ def test_schema_lists_exactly_what_the_daemon_sends() -> None:
 def test_the_progress_params_of_the_schema_are_the_servers() -> None:
     """The schema types ``$/progress`` with its own struct (the JSON-RPC layer leaves the
     value untyped); the fields are the ones the layer sends."""
+    from sessiond.jsonrpc import lsp_notifications
     from sessiond.rpc import schema as protocol
-    from sessiond.server import messages
 
     def names(struct: type[msgspec.Struct]) -> list[str]:
         return [field.encode_name for field in msgspec.structs.fields(struct)]
 
-    assert names(protocol.ProgressParams) == names(messages.ProgressParams)
+    assert names(protocol.ProgressParams) == names(lsp_notifications.ProgressNotificationParams)

@@ -1,6 +1,6 @@
 """A daemon process and a raw JSON-RPC channel to it, framed by hand.
 
-Deliberately independent of ``sessiond.server``: the protocol tests check the wire
+Deliberately independent of ``sessiond.jsonrpc``: the protocol tests check the wire
 as a client in another language would see it, so they parse ``Content-Length``
 frames themselves. A reader thread turns the incoming byte stream into decoded
 messages on a queue; the test thread takes them with a timeout.

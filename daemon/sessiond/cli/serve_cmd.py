@@ -7,7 +7,7 @@ import sys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from sessiond.server.options import add_server_arguments
+    from sessiond.jsonrpc import add_server_arguments
 
     parser.description = (
         "Serve sessiond's protocol (JSON-RPC 2.0 with Content-Length framing). "
@@ -20,13 +20,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # settings file), never from a client.
     add_settings_arguments(parser)
     # Its stdout is the protocol (stdio) and its stderr the log, which is made inert line
-    # by line (server.logs): nothing to wrap.
+    # by line (jsonrpc.logs): nothing to wrap.
     parser.set_defaults(handler=run, raw_output=True)
 
 
 def run(args: argparse.Namespace) -> int:
+    from sessiond.jsonrpc import TransportError
     from sessiond.rpc.app import serve
-    from sessiond.server import TransportError
 
     try:
         return serve(args)

@@ -5,8 +5,13 @@ from __future__ import annotations
 import argparse
 import logging
 
-from sessiond.server import RpcServer, configure_logging, endpoint_from_args
-from sessiond.server.options import limits_from_args, loop_factory_from_args
+from sessiond.jsonrpc import (
+    RpcServer,
+    configure_logging,
+    endpoint_from_args,
+    limits_from_args,
+    loop_factory_from_args,
+)
 from sessiond.settings import Settings, load_settings, merge_settings, parse_assignments
 
 from . import compaction_methods, context_methods, session_methods, settings_methods, tree_methods

@@ -10,10 +10,10 @@ from typing import Any
 
 from sessiond.core.inert import quoted
 from sessiond.errors import REQUEST_CANCELLED, CancelledError
+from sessiond.jsonrpc import ClientRequestFailed, ClientReturnedError, Connection
 from sessiond.llm.base import CompletionRequest
 from sessiond.llm.client import ClientComplete
 from sessiond.llm.errors import ProviderError
-from sessiond.server import ClientRequestFailed, ClientReturnedError, Connection
 
 from .types import ClientCapabilities, LlmCompleteParams, LlmCompleteResult
 

@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 
 from sessiond.core.preparation import CompactionPreparation, NotCompactable
-from sessiond.server import RequestContext
+from sessiond.jsonrpc import RequestContext
 from sessiond.service.actor import SessionActor
 from sessiond.service.compactor import Compactor, prepare, raise_not_compactable
 from sessiond.service.events import CompactionEnded, CompactionStarted

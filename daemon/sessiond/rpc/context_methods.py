@@ -6,7 +6,7 @@ import msgspec
 
 from sessiond.core.context import UNSET
 from sessiond.core.tool_pairs import orphaned_tool_messages
-from sessiond.server import RequestContext
+from sessiond.jsonrpc import RequestContext
 from sessiond.service.actor import SessionActor
 from sessiond.store.export import llm_messages, messages_json
 

@@ -20,9 +20,9 @@ from typing import Any, Final, Literal, TypeVar, get_args
 from sessiond._version import __version__
 from sessiond.core.tokens import resolve_threshold_tokens, should_compact
 from sessiond.errors import InvalidParamsError
-from sessiond.llm.base import Progress
-from sessiond.redaction import remember
-from sessiond.server import (
+from sessiond.jsonrpc import (
+    DEFAULT_MAX_CONNECTIONS,
+    FD_RESERVE_MIN,
     AnswerLater,
     Connection,
     MessageType,
@@ -31,8 +31,10 @@ from sessiond.server import (
     WorkDoneBegin,
     WorkDoneEnd,
     WorkDoneReport,
+    open_file_limit,
 )
-from sessiond.server.limits import DEFAULT_MAX_CONNECTIONS, FD_RESERVE_MIN, open_file_limit
+from sessiond.llm.base import Progress
+from sessiond.redaction import remember
 from sessiond.service.actor import SessionActor
 from sessiond.service.sessions import SessionLimits, SessionRegistry
 from sessiond.service.summaries import SummaryContext

@@ -19,7 +19,7 @@ import msgspec
 from sessiond.core.entries import BranchSummaryEntry, CompactionEntry
 from sessiond.core.messages import AnyMessage
 from sessiond.core.preparation import CompactionPreparation
-from sessiond.server import ClientRequestFailed, ClientRequestTimeout, MessageType
+from sessiond.jsonrpc import ClientRequestFailed, ClientRequestTimeout, MessageType
 from sessiond.service.actor import SessionActor
 from sessiond.service.hooks import (
     BeforeCompactAnswer,

@@ -25,11 +25,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from sessiond.server.messages import (
-    CancelParams,
-    LogMessageParams,
-    WorkDoneProgress,
-)
+from sessiond.jsonrpc import CancelParams, LogMessageParams, WorkDoneProgress
 
 from . import types as t
 from .entry_types import SCHEMA_UNIONS
@@ -38,7 +34,7 @@ from .entry_types import SCHEMA_UNIONS
 class ProgressParams(msgspec.Struct):
     """$/progress: LSP work-done progress of a request that carried a workDoneToken."""
 
-    # The JSON-RPC layer sends its own ProgressParams, whose value it does not type.
+    # The JSON-RPC layer sends its own ProgressNotificationParams, whose value it does not type.
     token: t.ProgressToken
     value: WorkDoneProgress
 

@@ -14,8 +14,8 @@ from sessiond.errors import (
     LimitExceededError,
     NotAllowedError,
 )
+from sessiond.jsonrpc import RequestContext
 from sessiond.paths import check_allowed, default_session_dir, user_path
-from sessiond.server import RequestContext
 from sessiond.service.actor import SessionActor
 from sessiond.service.forking import fork_job, user_messages_for_forking
 from sessiond.service.workers import in_worker

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sessiond.server import RequestContext
+from sessiond.jsonrpc import RequestContext
 from sessiond.settings import Settings, merge_settings, settings_to_builtins
 from sessiond.settings_trust import SHORTEN_ONLY, redacted_view
 

@@ -6,7 +6,7 @@ import asyncio
 
 import msgspec
 
-from sessiond.server import RequestContext
+from sessiond.jsonrpc import RequestContext
 from sessiond.service.navigator import NavigationResult, navigate_tree
 
 from .daemon import Daemon
