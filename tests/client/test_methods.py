@@ -230,8 +230,8 @@ async def test_navigate_and_abort_when_idle(client: SessiondClient, project: str
 
 
 async def test_mirrors_keep_the_daemon_field_names() -> None:
-    from sessiond.rpc import context_methods
-    from sessiond.rpc import types as daemon
+    from sessiond.api import context_methods
+    from sessiond.api import types as daemon
 
     pairs = [
         (t.EntriesResult, daemon.EntriesResult),

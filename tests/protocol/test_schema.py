@@ -17,10 +17,10 @@ from pathlib import Path
 import msgspec
 
 from sessiond.errors import SessiondError
-from sessiond.rpc.app import build_daemon
-from sessiond.rpc.daemon import HOOK_NAMES, NOTIFICATIONS, Daemon
-from sessiond.rpc.schema import schema_json
-from sessiond.rpc.types import PROTOCOL_VERSION
+from sessiond.api.app import build_daemon
+from sessiond.api.daemon import HOOK_NAMES, NOTIFICATIONS, Daemon
+from sessiond.api.schema import schema_json
+from sessiond.api.types import PROTOCOL_VERSION
 from sessiond.settings import Settings, settings_to_builtins
 
 PROTOCOL = Path(__file__).resolve().parents[2] / "protocol"
@@ -211,8 +211,8 @@ def test_schema_lists_exactly_what_the_daemon_sends() -> None:
 def test_the_progress_params_of_the_schema_are_the_servers() -> None:
     """The schema types ``$/progress`` with its own struct (the JSON-RPC layer leaves the
     value untyped); the fields are the ones the layer sends."""
-    from sessiond.jsonrpc import lsp_notifications
-    from sessiond.rpc import schema as protocol
+    from sessiond.api import schema as protocol
+    from sessiond.server import messages
 
     def names(struct: type[msgspec.Struct]) -> list[str]:
         return [field.encode_name for field in msgspec.structs.fields(struct)]

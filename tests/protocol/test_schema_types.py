@@ -28,7 +28,7 @@ from sessiond.core.messages import (
     BranchSummaryMessage,
     CompactionSummaryMessage,
 )
-from sessiond.rpc import entry_types
+from sessiond.api import entry_types
 from sessiond_testkit.generate_session import generate
 from tests.parity.pi_reference import PARITY_DIR, node_executable, unavailable_reason
 

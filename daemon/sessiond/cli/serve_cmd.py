@@ -25,8 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sessiond.jsonrpc import TransportError
-    from sessiond.rpc.app import serve
+    from sessiond.api.app import serve
+    from sessiond.server import TransportError
 
     try:
         return serve(args)

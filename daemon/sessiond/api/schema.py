@@ -96,7 +96,7 @@ NULL_RESULT = "NullResult"
 # the schema's names must be plain identifiers (clients generate types from them).
 SCHEMA_NAMES: dict[str, str] = {
     "sessiond.core.messages.Usage": "TokenUsage",
-    "sessiond.rpc.types.Usage": "Usage",
+    "sessiond.api.types.Usage": "Usage",
 }
 ROOT_TITLE = "SessiondProtocol"
 
