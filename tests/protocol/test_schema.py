@@ -16,11 +16,11 @@ from pathlib import Path
 
 import msgspec
 
-from sessiond.errors import SessiondError
 from sessiond.api.app import build_daemon
 from sessiond.api.daemon import HOOK_NAMES, NOTIFICATIONS, Daemon
 from sessiond.api.schema import schema_json
 from sessiond.api.types import PROTOCOL_VERSION
+from sessiond.errors import SessiondError
 from sessiond.settings import Settings, settings_to_builtins
 
 PROTOCOL = Path(__file__).resolve().parents[2] / "protocol"

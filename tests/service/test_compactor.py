@@ -25,7 +25,6 @@ from sessiond.service.hooks import (
     BeforeCompactAnswer,
     CompactingAnswer,
     NoHooks,
-    SuppliedCompaction,
 )
 from sessiond.service.navigator import navigate_tree
 from sessiond.service.runs import run_compaction
@@ -33,6 +32,7 @@ from sessiond.service.summaries import SummaryContext
 from sessiond.service.summarizers import summary_context
 from sessiond.settings import Settings
 from sessiond.store.session import SessionStore
+from sessiond.wire.compaction import CompactionResult
 
 from ..fake_provider import Answer, FakeProvider, default_answer, purpose_of
 from ..store.helpers import assistant, user
@@ -447,7 +447,7 @@ async def test_hook_cancels(tmp_path: Path):
 
 async def test_hook_supplies_the_compaction(tmp_path: Path):
     settings = offline()
-    supplied = SuppliedCompaction(
+    supplied = CompactionResult(
         summary="HOOK SUMMARY", first_kept_entry_id="whatever", tokens_before=999, details={"x": 1}
     )
     hooks = RecordingHooks(before=BeforeCompactAnswer(compaction=supplied))
@@ -498,7 +498,7 @@ async def test_compacting_hook_shapes_the_request(tmp_path: Path, provider: Fake
 async def test_a_reviewed_summary_is_not_replaced_by_a_hooks_compaction(tmp_path: Path):
     settings = offline()
     with long_session(tmp_path) as store:
-        supplied = SuppliedCompaction(
+        supplied = CompactionResult(
             summary="the hook's own summary", first_kept_entry_id="x", tokens_before=1
         )
         hooks = RecordingHooks(before=BeforeCompactAnswer(compaction=supplied))

@@ -58,7 +58,7 @@ class ClientState:
         return hook in self.capabilities.hooks
 
 
-class Clients:
+class ConnectedClients:
     """Connected clients in connection order (the order hooks are asked in)."""
 
     def __init__(self) -> None:
@@ -84,7 +84,7 @@ class Clients:
             if state.id in clients and state.initialized and state.wants(method):
                 state.connection.notify(method, params)
 
-    def llm_client(
+    def delegated_completion(
         self, *, preferred: int | None, audience: Callable[[], Collection[int]]
     ) -> ClientComplete | None:
         """``llm/complete`` through a client of ``audience`` (the clients that have the

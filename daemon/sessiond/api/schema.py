@@ -94,10 +94,7 @@ _HOOK_PREFIX = "hooks/"
 NULL_RESULT = "NullResult"
 # msgspec names a component by its class, qualified when two classes share a name;
 # the schema's names must be plain identifiers (clients generate types from them).
-SCHEMA_NAMES: dict[str, str] = {
-    "sessiond.core.messages.Usage": "TokenUsage",
-    "sessiond.api.types.Usage": "Usage",
-}
+SCHEMA_NAMES: dict[str, str] = {}
 ROOT_TITLE = "SessiondProtocol"
 
 

@@ -18,12 +18,15 @@ from sessiond.jsonrpc import RequestContext
 from sessiond.paths import check_allowed, default_session_dir, user_path
 from sessiond.service.actor import SessionActor
 from sessiond.service.forking import fork_job, user_messages_for_forking
+from sessiond.service.usage import context_usage
 from sessiond.service.workers import in_worker
 from sessiond.store.listing import list_sessions
 from sessiond.store.records import EntryRecord
 from sessiond.store.session import SessionStore
 
 from .daemon import Daemon
+from .methods import MethodTable
+from .notifications import announce_change
 from .tree_view import tree_result
 from .types import (
     NO_LEAF,
@@ -54,6 +57,8 @@ from .types import (
     UserMessagesResult,
 )
 
+METHODS = MethodTable()
+
 
 def _path(text: str, what: str, roots: list[str] | None = None) -> Path:
     if not text:
@@ -76,220 +81,234 @@ def _check_answer_size(store: SessionStore, records: list[EntryRecord]) -> None:
         )
 
 
-def register(daemon: Daemon) -> None:
-    router = daemon.router
-
-    @router.request("session/new", NewSessionParams)
-    def new(ctx: RequestContext, params: NewSessionParams) -> NewSessionResult:
-        settings = daemon.settings(ctx)
-        roots = settings.storage.allowed_roots
-        if params.path:
-            already = daemon.sessions.find_by_path(_path(params.path, "path", roots))
-            if already is not None:
-                raise ConflictError(
-                    f"{params.path} is already open as session {already.session_id}",
-                    path=str(already.store.path),
-                    sessionId=already.session_id,
-                )
-
-        if roots is not None and not params.path and not params.session_dir:
-            # The default directory: refuse before SessionStore.create makes it.
-            check_allowed(default_session_dir(params.cwd, settings.storage.session_dir), roots)
-
-        def create() -> SessionStore:
-            store = SessionStore.create(
-                params.cwd,
-                session_dir=_path(params.session_dir, "sessionDir", roots)
-                if params.session_dir
-                else None,
-                path=_path(params.path, "path", roots) if params.path else None,
-                session_id=params.id,
-                parent_session=params.parent_session,
-                storage=settings.storage,
+@METHODS.request("session/new", NewSessionParams)
+def new_session(daemon: Daemon, ctx: RequestContext, params: NewSessionParams) -> NewSessionResult:
+    settings = daemon.settings(ctx)
+    roots = settings.storage.allowed_roots
+    if params.path:
+        already = daemon.sessions.find_by_path(_path(params.path, "path", roots))
+        if already is not None:
+            raise ConflictError(
+                f"{params.path} is already open as session {already.session_id}",
+                path=str(already.store.path),
+                sessionId=already.session_id,
             )
-            try:
-                check_allowed(store.path, roots)
-            except NotAllowedError:
-                store.close()
-                raise
-            return store
 
-        # On the event loop, unlike session/open: nothing is read (a stat, the directory,
-        # the lock), and a client may send requests for the new id right behind it.
-        actor = daemon.sessions.create(create, ctx.connection.id, params.id)
-        if params.write_now:
-            actor.store.write_now()
-        return NewSessionResult(
-            session_id=actor.session_id,
-            path=str(actor.store.path),
-            header=actor.store.header,
-            persisted=actor.store.persisted,
+    if roots is not None and not params.path and not params.session_dir:
+        # The default directory: refuse before SessionStore.create makes it.
+        check_allowed(default_session_dir(params.cwd, settings.storage.session_dir), roots)
+
+    def create() -> SessionStore:
+        store = SessionStore.create(
+            params.cwd,
+            session_dir=_path(params.session_dir, "sessionDir", roots)
+            if params.session_dir
+            else None,
+            path=_path(params.path, "path", roots) if params.path else None,
+            session_id=params.id,
+            parent_session=params.parent_session,
+            storage=settings.storage,
+        )
+        try:
+            check_allowed(store.path, roots)
+        except NotAllowedError:
+            store.close()
+            raise
+        return store
+
+    # On the event loop, unlike session/open: nothing is read (a stat, the directory,
+    # the lock), and a client may send requests for the new id right behind it.
+    actor = daemon.sessions.create(create, ctx.connection.id, params.id)
+    if params.write_now:
+        actor.store.write_now()
+    return NewSessionResult(
+        session_id=actor.session_id,
+        path=str(actor.store.path),
+        header=actor.store.header,
+        persisted=actor.store.persisted,
+    )
+
+
+@METHODS.request("session/open", OpenSessionParams)
+async def open_session(
+    daemon: Daemon, ctx: RequestContext, params: OpenSessionParams
+) -> OpenSessionResult:
+    storage = daemon.settings(ctx).storage
+    path = _path(params.path, "path", storage.allowed_roots)
+    # The file is read in a worker thread: other clients are served meanwhile (a
+    # client's own opens and listings, a few at a time).
+    async with daemon.client(ctx).file_jobs:
+        actor, opened = await daemon.sessions.open(path, ctx.connection.id, storage)
+    if not actor.ready_now():
+        await actor.catch_up()  # joined an open session another program wrote to
+    store = actor.store
+    recovery = None if store.recovery.clean else store.recovery
+    if opened and recovery is not None:
+        # To the opener only: a client that joined the same open gets it in its result.
+        daemon.clients.publish(
+            {ctx.connection.id},
+            "session/recovered",
+            SessionRecovered(session_id=actor.session_id, path=str(store.path), recovery=recovery),
+        )
+    return OpenSessionResult(
+        session_id=actor.session_id,
+        path=str(store.path),
+        header=store.header,
+        leaf_id=store.leaf_id,
+        entry_count=store.entry_count,
+        name=store.name,
+        recovery=recovery,
+        dialect=store.dialect.name,
+    )
+
+
+@METHODS.request("session/list", ListSessionsParams)
+async def list_session_files(
+    daemon: Daemon, ctx: RequestContext, params: ListSessionsParams
+) -> ListSessionsResult:
+    settings = daemon.settings(ctx)
+    roots = settings.storage.allowed_roots
+    if params.session_dir:
+        directory = _path(params.session_dir, "sessionDir", roots)
+    elif params.cwd:
+        directory = default_session_dir(params.cwd, settings.storage.session_dir)
+    else:
+        raise InvalidParamsError("session/list needs cwd or sessionDir")
+    check_allowed(directory, roots)
+    # Every file of the directory is scanned: in a worker thread, as for session/open.
+    async with daemon.client(ctx).file_jobs:
+        return ListSessionsResult(sessions=await in_worker(list_sessions, directory))
+
+
+@METHODS.request("session/close", SessionRef)
+def close_session(daemon: Daemon, ctx: RequestContext, params: SessionRef) -> CloseResult:
+    daemon.actor(params.session_id).store.sync()
+    return CloseResult(closed=daemon.sessions.close(params.session_id, ctx.connection.id))
+
+
+@METHODS.request("session/append", AppendParams)
+def append_entries(daemon: Daemon, ctx: RequestContext, params: AppendParams) -> AppendResult:
+    def work(actor: SessionActor) -> AppendResult:
+        expected = params.expected_leaf_id
+        entries = (
+            actor.store.append_entries(params.entries)
+            if expected is None
+            else actor.store.append_entries(
+                params.entries, expected_leaf_id=None if expected == NO_LEAF else expected
+            )
+        )
+        actor.appended(entries)
+        ids = [entry.id for entry in entries]
+        if ids:
+            announce_change(actor, "append", ids)
+        return AppendResult(
+            ids=ids,
+            leaf_id=actor.store.leaf_id,
+            usage=context_usage(actor, daemon.settings(ctx, actor), None),
         )
 
-    @router.request("session/open", OpenSessionParams)
-    async def open_(ctx: RequestContext, params: OpenSessionParams) -> OpenSessionResult:
-        storage = daemon.settings(ctx).storage
-        path = _path(params.path, "path", storage.allowed_roots)
-        # The file is read in a worker thread: other clients are served meanwhile (a
-        # client's own opens and listings, a few at a time).
-        async with daemon.client(ctx).file_jobs:
-            actor, opened = await daemon.sessions.open(path, ctx.connection.id, storage)
-        if not actor.ready_now():
-            await actor.catch_up()  # joined an open session another program wrote to
+    return daemon.on_session(params.session_id, work)
+
+
+@METHODS.request("session/entries", EntriesParams)
+def read_entries(daemon: Daemon, ctx: RequestContext, params: EntriesParams) -> EntriesResult:
+    def work(actor: SessionActor) -> EntriesResult:
         store = actor.store
-        recovery = None if store.recovery.clean else store.recovery
-        if opened and recovery is not None:
-            # To the opener only: a client that joined the same open gets it in its result.
-            daemon.clients.publish(
-                {ctx.connection.id},
-                "session/recovered",
-                SessionRecovered(
-                    session_id=actor.session_id, path=str(store.path), recovery=recovery
-                ),
-            )
-        return OpenSessionResult(
-            session_id=actor.session_id,
-            path=str(store.path),
-            header=store.header,
-            leaf_id=store.leaf_id,
-            entry_count=store.entry_count,
-            name=store.name,
-            recovery=recovery,
-            dialect=store.dialect.name,
-        )
-
-    @router.request("session/list", ListSessionsParams)
-    async def list_(ctx: RequestContext, params: ListSessionsParams) -> ListSessionsResult:
-        settings = daemon.settings(ctx)
-        roots = settings.storage.allowed_roots
-        if params.session_dir:
-            directory = _path(params.session_dir, "sessionDir", roots)
-        elif params.cwd:
-            directory = default_session_dir(params.cwd, settings.storage.session_dir)
+        if params.ids is not None:
+            records = [store.record(entry_id) for entry_id in params.ids]
+            _check_answer_size(store, records)
         else:
-            raise InvalidParamsError("session/list needs cwd or sessionDir")
-        check_allowed(directory, roots)
-        # Every file of the directory is scanned: in a worker thread, as for session/open.
-        async with daemon.client(ctx).file_jobs:
-            return ListSessionsResult(sessions=await in_worker(list_sessions, directory))
-
-    @router.request("session/close", SessionRef)
-    def close(ctx: RequestContext, params: SessionRef) -> CloseResult:
-        daemon.actor(params.session_id).store.sync()
-        return CloseResult(closed=daemon.sessions.close(params.session_id, ctx.connection.id))
-
-    @router.request("session/append", AppendParams)
-    def append(ctx: RequestContext, params: AppendParams) -> AppendResult:
-        def work(actor: SessionActor) -> AppendResult:
-            expected = params.expected_leaf_id
-            entries = (
-                actor.store.append_entries(params.entries)
-                if expected is None
-                else actor.store.append_entries(
-                    params.entries, expected_leaf_id=None if expected == NO_LEAF else expected
-                )
-            )
-            actor.appended(entries)
-            ids = [entry.id for entry in entries]
-            if ids:
-                daemon.changed(actor, "append", ids)
-            return AppendResult(
-                ids=ids,
-                leaf_id=actor.store.leaf_id,
-                usage=daemon.usage(actor, daemon.settings(ctx, actor), None),
-            )
-
-        return daemon.on_session(params.session_id, work)
-
-    @router.request("session/entries", EntriesParams)
-    def entries(ctx: RequestContext, params: EntriesParams) -> EntriesResult:
-        def work(actor: SessionActor) -> EntriesResult:
-            store = actor.store
-            if params.ids is not None:
-                records = [store.record(entry_id) for entry_id in params.ids]
-                _check_answer_size(store, records)
-            else:
-                if params.offset < 0 or (params.limit is not None and params.limit < 0):
-                    raise InvalidParamsError("offset and limit must not be negative")
-                end = None if params.limit is None else params.offset + params.limit
-                records = list(store.records()[params.offset : end])
-            return EntriesResult(
-                entries=[msgspec.Raw(store.raw_line(r)) for r in records], total=store.entry_count
-            )
-
-        return daemon.on_session(params.session_id, work)
-
-    @router.request("session/entry", EntryParams)
-    def entry(ctx: RequestContext, params: EntryParams) -> EntryResult:
-        def work(actor: SessionActor) -> EntryResult:
-            store = actor.store
-            return EntryResult(entry=msgspec.Raw(store.raw_line(store.record(params.entry_id))))
-
-        return daemon.on_session(params.session_id, work)
-
-    @router.request("session/path", PathParams)
-    def path(ctx: RequestContext, params: PathParams) -> PathResult:
-        def work(actor: SessionActor) -> PathResult:
-            store = actor.store
-            records = store.path_records(params.from_id)
-            return PathResult(entries=[msgspec.Raw(store.raw_line(r)) for r in records])
-
-        return daemon.on_session(params.session_id, work)
-
-    @router.request("session/tree", TreeParams)
-    def tree(ctx: RequestContext, params: TreeParams) -> TreeResult:
-        return daemon.on_session(
-            params.session_id, lambda actor: tree_result(actor.store, previews=params.previews)
+            if params.offset < 0 or (params.limit is not None and params.limit < 0):
+                raise InvalidParamsError("offset and limit must not be negative")
+            end = None if params.limit is None else params.offset + params.limit
+            records = list(store.records()[params.offset : end])
+        return EntriesResult(
+            entries=[msgspec.Raw(store.raw_line(r)) for r in records], total=store.entry_count
         )
 
-    def appended_one(session_id: str, write: Callable[[SessionStore], Entry]) -> AppendedEntry:
-        def work(actor: SessionActor) -> AppendedEntry:
-            written = write(actor.store)
-            actor.appended([written])
-            daemon.changed(actor, "append", [written.id])
-            return AppendedEntry(entry_id=written.id, leaf_id=actor.store.leaf_id)
+    return daemon.on_session(params.session_id, work)
 
-        return daemon.on_session(session_id, work)
 
-    @router.request("session/label", LabelParams)
-    def label(ctx: RequestContext, params: LabelParams) -> AppendedEntry:
-        return appended_one(
-            params.session_id, lambda store: store.append_label(params.target_id, params.label)
-        )
+@METHODS.request("session/entry", EntryParams)
+def read_entry(daemon: Daemon, ctx: RequestContext, params: EntryParams) -> EntryResult:
+    def work(actor: SessionActor) -> EntryResult:
+        store = actor.store
+        return EntryResult(entry=msgspec.Raw(store.raw_line(store.record(params.entry_id))))
 
-    @router.request("session/setName", SetNameParams)
-    def set_name(ctx: RequestContext, params: SetNameParams) -> AppendedEntry:
-        if not params.name.strip():
-            # pi refuses an empty name here (a session_info entry can still clear it)
-            raise InvalidParamsError("name must not be empty", name=params.name)
-        return appended_one(params.session_id, lambda store: store.set_name(params.name))
+    return daemon.on_session(params.session_id, work)
 
-    @router.request("session/fork", ForkParams)
-    async def fork(ctx: RequestContext, params: ForkParams) -> ForkResult:
-        client = daemon.client(ctx)
-        selected: list[str] = []
 
-        def prepare(actor: SessionActor) -> Callable[[], SessionStore]:
-            daemon.sessions.check_room(ctx.connection.id)
-            job = fork_job(actor.store, params.entry_id)
-            selected.append(job.selected_text)
-            return job.make
+@METHODS.request("session/path", PathParams)
+def read_path(daemon: Daemon, ctx: RequestContext, params: PathParams) -> PathResult:
+    def work(actor: SessionActor) -> PathResult:
+        store = actor.store
+        records = store.path_records(params.from_id)
+        return PathResult(entries=[msgspec.Raw(store.raw_line(r)) for r in records])
 
-        actor = daemon.actor(params.session_id)
-        # The copy is file work of the size of the path: in a worker thread.
-        async with client.file_jobs:
-            store = await actor.file_job(prepare)
-        forked = daemon.sessions.adopt(store, ctx.connection.id)
-        return ForkResult(
-            session_id=forked.session_id,
-            path=str(forked.store.path),
-            selected_text=selected[0],
-        )
+    return daemon.on_session(params.session_id, work)
 
-    @router.request("session/userMessages", SessionRef)
-    def user_messages(ctx: RequestContext, params: SessionRef) -> UserMessagesResult:
-        def work(actor: SessionActor) -> UserMessagesResult:
-            found = user_messages_for_forking(actor.store)
-            return UserMessagesResult(messages=[{"entryId": i, "text": t} for i, t in found])
 
-        return daemon.on_session(params.session_id, work)
+@METHODS.request("session/tree", TreeParams)
+def read_tree(daemon: Daemon, ctx: RequestContext, params: TreeParams) -> TreeResult:
+    return daemon.on_session(
+        params.session_id, lambda actor: tree_result(actor.store, previews=params.previews)
+    )
+
+
+def _append_one(
+    daemon: Daemon, session_id: str, write: Callable[[SessionStore], Entry]
+) -> AppendedEntry:
+    def work(actor: SessionActor) -> AppendedEntry:
+        written = write(actor.store)
+        actor.appended([written])
+        announce_change(actor, "append", [written.id])
+        return AppendedEntry(entry_id=written.id, leaf_id=actor.store.leaf_id)
+
+    return daemon.on_session(session_id, work)
+
+
+@METHODS.request("session/label", LabelParams)
+def set_label(daemon: Daemon, ctx: RequestContext, params: LabelParams) -> AppendedEntry:
+    return _append_one(
+        daemon, params.session_id, lambda store: store.append_label(params.target_id, params.label)
+    )
+
+
+@METHODS.request("session/setName", SetNameParams)
+def set_name(daemon: Daemon, ctx: RequestContext, params: SetNameParams) -> AppendedEntry:
+    if not params.name.strip():
+        # pi refuses an empty name here (a session_info entry can still clear it)
+        raise InvalidParamsError("name must not be empty", name=params.name)
+    return _append_one(daemon, params.session_id, lambda store: store.set_name(params.name))
+
+
+@METHODS.request("session/fork", ForkParams)
+async def fork_session(daemon: Daemon, ctx: RequestContext, params: ForkParams) -> ForkResult:
+    client = daemon.client(ctx)
+    selected: list[str] = []
+
+    def prepare(actor: SessionActor) -> Callable[[], SessionStore]:
+        daemon.sessions.check_room(ctx.connection.id)
+        job = fork_job(actor.store, params.entry_id)
+        selected.append(job.selected_text)
+        return job.make
+
+    actor = daemon.actor(params.session_id)
+    # The copy is file work of the size of the path: in a worker thread.
+    async with client.file_jobs:
+        store = await actor.file_job(prepare)
+    forked = daemon.sessions.adopt(store, ctx.connection.id)
+    return ForkResult(
+        session_id=forked.session_id,
+        path=str(forked.store.path),
+        selected_text=selected[0],
+    )
+
+
+@METHODS.request("session/userMessages", SessionRef)
+def user_messages(daemon: Daemon, ctx: RequestContext, params: SessionRef) -> UserMessagesResult:
+    def work(actor: SessionActor) -> UserMessagesResult:
+        found = user_messages_for_forking(actor.store)
+        return UserMessagesResult(messages=[{"entryId": i, "text": t} for i, t in found])
+
+    return daemon.on_session(params.session_id, work)

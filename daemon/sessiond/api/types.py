@@ -1,4 +1,4 @@
-"""The protocol's wire types: params and results of every method, notifications, hooks.
+"""The protocol's params and results: every method's, the notifications' and the hooks'.
 
 These types are the schema (``protocol/schema.json`` is generated from them).
 Names are camelCase on the wire. Entries and stored messages travel as their
@@ -17,10 +17,12 @@ import msgspec
 from sessiond.core.context import ModelRef
 from sessiond.core.dialect import DialectName
 from sessiond.core.entries import SessionHeader
-from sessiond.llm.base import Purpose, ReasoningLevel
-from sessiond.service.events import CompactionReason, CompactionResult
-from sessiond.store.listing import SessionSummary
-from sessiond.store.recovery import RecoveryReport
+from sessiond.wire.compaction import CompactionReason, CompactionResult, SuppliedBranchSummary
+from sessiond.wire.completion import Purpose, ReasoningLevel
+from sessiond.wire.context import ContextFormat
+from sessiond.wire.listing import SessionSummary
+from sessiond.wire.recovery import RecoveryReport
+from sessiond.wire.usage import Usage
 
 from .entry_types import (
     BranchSummaryEntryJson,
@@ -42,7 +44,6 @@ HookName = Literal[
     "session_before_tree",
     "session_tree",
 ]
-ContextFormat = Literal["agent", "llm"]
 # A model's context window in tokens; absent means the configured default.
 ContextWindow = Annotated[int, msgspec.Meta(ge=1)]
 # LSP's work-done progress token: $/progress notifications carry it.
@@ -166,12 +167,8 @@ class ListSessionsParams(msgspec.Struct, kw_only=True, **_W):
     session_dir: str | None = None
 
 
-# One line of session/list: the store's summary of a session file.
-SessionListing = SessionSummary
-
-
 class ListSessionsResult(msgspec.Struct, kw_only=True, **_W):
-    sessions: list[SessionListing]
+    sessions: list[SessionSummary]
 
 
 # The leaf an append expects; "" stands for "no entry yet" (null is the same as absent).
@@ -193,20 +190,6 @@ class AppendParams(msgspec.Struct, kw_only=True, **_W):
     # Refuse (conflict) unless the leaf is still this one; "" means "the session has no
     # entry yet". Absent or null: append under whatever the leaf is.
     expected_leaf_id: ExpectedLeafId | None = None
-
-
-class Usage(msgspec.Struct, kw_only=True, **_W):
-    """How full the context is at the leaf."""
-
-    tokens: int
-    context_window: int
-    threshold: int
-    should_compact: bool
-    percent: float
-    # The last measured usage (after the latest compaction) and the estimate after it.
-    usage_tokens: int
-    trailing_tokens: int
-    estimator: str
 
 
 class AppendResult(msgspec.Struct, kw_only=True, **_W):
@@ -523,18 +506,9 @@ class BeforeCompactHookParams(msgspec.Struct, kw_only=True, **_W):
     custom_instructions: str | None = None
 
 
-class SuppliedCompactionWire(msgspec.Struct, kw_only=True, **_W):
-    summary: str
-    first_kept_entry_id: str
-    tokens_before: int
-    details: Any = None
-    short_summary: str | None = None
-    preserve_data: dict[str, Any] | None = None
-
-
 class BeforeCompactHookResult(msgspec.Struct, kw_only=True, **_W):
     cancel: bool = False
-    compaction: SuppliedCompactionWire | None = None
+    compaction: CompactionResult | None = None
 
 
 class CompactingHookParams(msgspec.Struct, kw_only=True, **_W):
@@ -566,14 +540,9 @@ class BeforeTreeHookParams(msgspec.Struct, kw_only=True, **_W):
     label: str | None = None
 
 
-class SuppliedBranchSummaryWire(msgspec.Struct, kw_only=True, **_W):
-    summary: str
-    details: Any = None
-
-
 class BeforeTreeHookResult(msgspec.Struct, kw_only=True, **_W):
     cancel: bool = False
-    summary: SuppliedBranchSummaryWire | None = None
+    summary: SuppliedBranchSummary | None = None
     custom_instructions: str | None = None
     replace_instructions: bool | None = None
     label: str | None = None

@@ -81,7 +81,7 @@ class Cost(msgspec.Struct, kw_only=True, **_STRUCT_OPTIONS):
     total: Number = 0
 
 
-class Usage(msgspec.Struct, kw_only=True, **_STRUCT_OPTIONS):
+class TokenUsage(msgspec.Struct, kw_only=True, **_STRUCT_OPTIONS):
     """Token usage of one provider call. ``input`` counts non-cached input only."""
 
     input: int
@@ -123,7 +123,7 @@ class AssistantMessage(
     api: str | None = None
     provider: str
     model: str
-    usage: Usage
+    usage: TokenUsage
     stop_reason: str
     error_message: str | None = None
     timestamp: Number | None = None

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from sessiond.core.entries import BranchSummaryEntry, CompactionEntry, Entry
 from sessiond.core.preparation import CompactionPreparation
+from sessiond.wire.compaction import CompactionResult, SuppliedBranchSummary
 
 # The root-to-leaf entries, built only if a hook listener wants them (it can be
 # the whole session).
@@ -21,23 +22,12 @@ BranchEntries = Callable[[], list[Entry]]
 
 
 @dataclass
-class SuppliedCompaction:
-    """A complete compaction result from a hook (used verbatim, no validation, as pi)."""
-
-    summary: str
-    first_kept_entry_id: str
-    tokens_before: int
-    details: Any = None
-    short_summary: str | None = None
-    preserve_data: dict[str, Any] | None = None
-    # Who answered with it, as problems name a client: "vscode (connection 2)".
-    supplied_by: str = "a hook"
-
-
-@dataclass
 class BeforeCompactAnswer:
     cancel: bool = False
-    compaction: SuppliedCompaction | None = None
+    # A complete compaction from a hook, used as it is (no validation, as pi).
+    compaction: CompactionResult | None = None
+    # Who answered with it, as problems name a client: "vscode (connection 2)".
+    supplied_by: str = "a hook"
     problems: list[str] = field(default_factory=list)
 
 
@@ -59,12 +49,6 @@ class TreePreparation:
     custom_instructions: str | None = None
     replace_instructions: bool = False
     label: str | None = None
-
-
-@dataclass
-class SuppliedBranchSummary:
-    summary: str
-    details: Any = None
 
 
 @dataclass

@@ -16,9 +16,10 @@ from sessiond.errors import (
     NothingToCompactError,
     SessiondError,
 )
+from sessiond.wire.compaction import CompactionReason
 
 from .compactor import CompactionOutcome, Compactor
-from .events import CompactionEnded, CompactionReason, CompactionStarted
+from .events import CompactionEnded, CompactionStarted
 from .summaries import SummaryContext
 
 CompactionEvent = CompactionStarted | CompactionEnded

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from functools import partial
@@ -325,9 +325,3 @@ class SessionRegistry:
 
     def find_by_path(self, path: Path) -> SessionActor | None:
         return self._by_path.get(os.path.realpath(path))
-
-    def settings_for(self, session_id: str | None) -> Settings:
-        return self.get(session_id).settings() if session_id else self._settings()
-
-    def overrides_of(self, session_id: str) -> Mapping[str, Any]:
-        return self.get(session_id).overrides

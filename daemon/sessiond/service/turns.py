@@ -26,9 +26,10 @@ from sessiond.errors import CancelledError
 from sessiond.settings import Settings
 from sessiond.store.records import EntryRecord
 from sessiond.store.session import SessionStore
+from sessiond.wire.compaction import CompactionReason
 
 from .compactor import COMPACTION_CANCELLED, CompactionOutcome
-from .events import CompactionEnded, CompactionReason
+from .events import CompactionEnded
 from .pruning import prune_tool_outputs
 from .workers import Exclusive
 

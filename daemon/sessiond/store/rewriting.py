@@ -20,13 +20,13 @@ import msgspec
 from sessiond.core.decode import decode_entry
 from sessiond.core.entries import CompactionEntry
 from sessiond.errors import InvalidEntryError
+from sessiond.wire.recovery import RecoveryReport
 
 from .fileio import AppendFile, atomic_write
 from .follow import Observation, observe
 from .line_check import checked_line
 from .lines import read_chunks, read_lines
 from .records import EntryRecord, new_record
-from .recovery import RecoveryReport
 from .safe_files import FILE_MODE, open_regular
 
 if TYPE_CHECKING:

@@ -58,6 +58,7 @@ from sessiond.errors import (
 )
 from sessiond.paths import check_session_id, default_session_dir, iso_now, session_file_name
 from sessiond.settings import StorageSettings
+from sessiond.wire.recovery import DamagedLine, RecoveryReport
 
 from . import following, line_check, rewriting, title_line
 from .edits import edit_replacement, editable_role
@@ -71,7 +72,6 @@ from .lock import SessionLock
 from .omp_leaf_view import OmpLeafView
 from .opening import read_session
 from .records import EntryRecord, new_record
-from .recovery import DamagedLine, RecoveryReport
 from .safe_files import check_regular_or_absent, make_private_directories, open_regular
 from .scan import EAGER_TYPES, ScanResult, decode_metadata
 
