@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from llm_fakes import Reply, json_reply
 
-from sessiond.errors import CancelledError as RequestCancelled
+from sessiond.errors import OperationCancelledError
 from sessiond.llm import ClientSummarizer, CompletionRequest, ProviderError, SummarizerChain
 from sessiond.llm.remote import RemoteSummarizer
 from sessiond.settings import SummarizerCandidate, SummarizerSettings
@@ -100,12 +100,12 @@ async def test_client_errors_become_provider_errors():
 
 async def test_client_cancel_answer_is_not_a_failure_to_fall_back_from():
     async def delegate(request: CompletionRequest) -> str:
-        raise RequestCancelled("the user cancelled")
+        raise OperationCancelledError("the user cancelled")
 
     chain = SummarizerChain(
         SummarizerSettings(candidates=[SummarizerCandidate(kind="client")]), client=delegate
     )
-    with pytest.raises(RequestCancelled):
+    with pytest.raises(OperationCancelledError):
         await chain.complete(REQUEST)
 
 

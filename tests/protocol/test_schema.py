@@ -17,7 +17,8 @@ from pathlib import Path
 import msgspec
 
 from sessiond.api.app import build_daemon
-from sessiond.api.daemon import HOOK_NAMES, NOTIFICATIONS, Daemon
+from sessiond.api.daemon import Daemon
+from sessiond.api.lifecycle_methods import HOOK_NAMES, NOTIFICATIONS
 from sessiond.api.schema import schema_json
 from sessiond.api.types import PROTOCOL_VERSION
 from sessiond.errors import SessiondError
@@ -168,9 +169,14 @@ def _string_constants(tree: ast.Module) -> dict[str, str]:
     return found
 
 
+def _registers(receiver: str) -> bool:
+    """A ``request`` call that registers a method (a router's, a module's method table)."""
+    return receiver.endswith("router") or receiver == "METHODS"
+
+
 def _sent_by_the_daemon() -> tuple[set[str], set[str]]:
     """Notification and server-request methods the daemon's code sends: the literal method
-    of every ``notify``/``publish``/``request`` call (not the router's registrations),
+    of every ``notify``/``publish``/``request`` call (not the method registrations),
     and ``hooks/<hook>`` for every hook it asks (``_ask(client, "<hook>", ...)``)."""
     notifications: set[str] = set()
     requests: set[str] = set()
@@ -190,7 +196,7 @@ def _sent_by_the_daemon() -> tuple[set[str], set[str]]:
             literals = [text for text in literals if isinstance(text, str)]
             if node.func.attr in ("notify", "publish") and literals:
                 notifications.add(literals[0])
-            elif node.func.attr == "request" and literals and not receiver.endswith("router"):
+            elif node.func.attr == "request" and literals and not _registers(receiver):
                 requests.add(literals[0])
             elif node.func.attr == "_ask" and literals:
                 requests.add(f"hooks/{literals[0]}")

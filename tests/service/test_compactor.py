@@ -13,9 +13,9 @@ from sessiond.core.messages import CompactionSummaryMessage
 from sessiond.core.preparation import CompactionPreparation
 from sessiond.errors import (
     AlreadyCompactedError,
-    CancelledError,
     ConflictError,
     NothingToCompactError,
+    OperationCancelledError,
     SummarizerError,
 )
 from sessiond.llm.base import Completion
@@ -440,7 +440,7 @@ async def test_hook_cancels(tmp_path: Path):
     hooks = RecordingHooks(before=BeforeCompactAnswer(cancel=True))
     with long_session(tmp_path) as store:
         count = store.entry_count
-        with pytest.raises(CancelledError, match="^Compaction cancelled$"):
+        with pytest.raises(OperationCancelledError, match="^Compaction cancelled$"):
             await compactor(store, settings, hooks).run(summary_context(settings, mode="manual"))
         assert store.entry_count == count and hooks.calls == ["before"]
 
@@ -523,7 +523,7 @@ async def test_a_hook_can_still_cancel_a_reviewed_summary(tmp_path: Path):
     with long_session(tmp_path) as store:
         leaf = store.leaf_id
         hooks = RecordingHooks(before=BeforeCompactAnswer(cancel=True))
-        with pytest.raises(CancelledError, match="^Compaction cancelled$"):
+        with pytest.raises(OperationCancelledError, match="^Compaction cancelled$"):
             await compactor(store, settings, hooks).run(
                 summary_context(settings, mode="manual"), supplied_summary="Reviewed."
             )

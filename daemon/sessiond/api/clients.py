@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sessiond.core.inert import quoted
-from sessiond.errors import REQUEST_CANCELLED, CancelledError
-from sessiond.jsonrpc import ClientRequestFailed, ClientReturnedError, Connection
+from sessiond.errors import REQUEST_CANCELLED, OperationCancelledError
 from sessiond.llm.base import CompletionRequest
 from sessiond.llm.client import ClientComplete
 from sessiond.llm.errors import ProviderError
@@ -128,7 +127,7 @@ class ConnectedClients:
                 )
             except ClientReturnedError as exc:
                 if exc.code == REQUEST_CANCELLED:
-                    raise CancelledError("the client cancelled the summary") from None
+                    raise OperationCancelledError("the client cancelled the summary") from None
                 raise
             except ClientRequestFailed as exc:
                 _log.warning("llm/complete through %s failed: %s", chosen.label, exc)

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import msgspec
 
-from sessiond.errors import CancelledError as RequestCancelled
+from sessiond.errors import OperationCancelledError
 from sessiond.llm.base import (
     Attempt,
     Completion,
@@ -198,7 +198,7 @@ class SummarizerChain:
         while True:
             try:
                 result = await candidate.summarizer.complete(request, run.progress)
-            except RequestCancelled:
+            except OperationCancelledError:
                 raise  # the client cancelled llm/complete: the user's cancel
             except ProviderError as exc:
                 error = scrub_error(exc, run.secrets)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TypeAlias
 
-from sessiond.errors import CancelledError as RequestCancelled
+from sessiond.errors import OperationCancelledError
 from sessiond.llm.base import Completion, CompletionRequest, ProgressCallback, ProgressMeter
 from sessiond.llm.errors import ProviderError
 
@@ -31,7 +31,7 @@ class ClientSummarizer:
     ) -> Completion:
         try:
             text = await self._call(request)
-        except (ProviderError, RequestCancelled):
+        except (ProviderError, OperationCancelledError):
             raise  # a cancelled llm/complete is the user's cancel, not a failure
         except Exception as exc:
             # A JSON-RPC error answer, a disconnect, a timeout: the client's words

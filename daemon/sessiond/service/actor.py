@@ -32,8 +32,8 @@ from sessiond.core.entries import Entry
 from sessiond.core.tokens import Estimator
 from sessiond.errors import (
     BusyError,
-    CancelledError,
     NotFoundError,
+    OperationCancelledError,
     SessiondError,
     StorageError,
 )
@@ -312,7 +312,7 @@ class SessionActor:
         except asyncio.CancelledError:
             if task.cancelled() and not _current_task_cancelling():
                 # Aborted through ``abort``, not by the caller's own cancellation.
-                raise CancelledError("Compaction cancelled") from None
+                raise OperationCancelledError("Compaction cancelled") from None
             task.cancel()
             with suppress(BaseException):
                 await task

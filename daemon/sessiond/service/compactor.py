@@ -37,9 +37,9 @@ from sessiond.core.summary_prompts import (
 from sessiond.core.tokens import Estimator
 from sessiond.errors import (
     AlreadyCompactedError,
-    CancelledError,
     ConflictError,
     NothingToCompactError,
+    OperationCancelledError,
     SessiondError,
     SummarizerError,
 )
@@ -138,7 +138,7 @@ class Compactor:
         )
         problems += answer.problems
         if answer.cancel:
-            raise CancelledError(COMPACTION_CANCELLED)
+            raise OperationCancelledError(COMPACTION_CANCELLED)
         if answer.compaction is not None and supplied_summary is not None:
             # The user reviewed this text: a hook may veto it, not replace it.
             problem = f"{answer.supplied_by}: {REVIEWED_SUMMARY_KEPT}"
@@ -323,7 +323,7 @@ async def _failing_as(prefix: str, work: Awaitable[str]) -> str:
     except asyncio.CancelledError:
         raise
     except SessiondError as exc:
-        if isinstance(exc, CancelledError):
+        if isinstance(exc, OperationCancelledError):
             raise
         if exc.details.get("errorKind") == "auth":
             raise SummarizerError(exc.message, **exc.details) from None
