@@ -28,8 +28,8 @@ from sessiond.service.hooks import (
 )
 from sessiond.service.navigator import navigate_tree
 from sessiond.service.runs import run_compaction
-from sessiond.service.summaries import SummaryContext
-from sessiond.service.summarizers import summary_context
+from sessiond.service.summarize import SummaryContext
+from sessiond.service.summarizer_setup import summary_context
 from sessiond.settings import Settings
 from sessiond.store.session import SessionStore
 from sessiond.wire.compaction import CompactionResult

@@ -12,7 +12,7 @@ from sessiond.errors import InvalidParamsError, NotFoundError, SummarizerError
 from sessiond.service.forking import fork_at_user_message, user_messages_for_forking
 from sessiond.service.hooks import BeforeTreeAnswer, NoHooks
 from sessiond.service.navigator import NO_CONTENT, navigate_tree
-from sessiond.service.summarizers import summary_context
+from sessiond.service.summarizer_setup import summary_context
 from sessiond.store.session import SessionStore
 from sessiond.wire.compaction import SuppliedBranchSummary
 

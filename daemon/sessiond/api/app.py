@@ -65,7 +65,7 @@ def serve(args: argparse.Namespace) -> int:
     limits = limits_from_args(args)
     daemon = build_daemon(Daemon(*trusted_settings(args)))
     if daemon.base_settings.compaction.token_estimator == "tiktoken":
-        from sessiond.tokenizer import warm_up_in_background
+        from sessiond.tiktoken_offline import warm_up_in_background
 
         warm_up_in_background()
     server = RpcServer(

@@ -11,7 +11,7 @@ from typing import Any
 from sessiond.core.inert import quoted
 from sessiond.errors import REQUEST_CANCELLED, OperationCancelledError
 from sessiond.llm.base import CompletionRequest
-from sessiond.llm.client import ClientComplete
+from sessiond.llm.delegated import DelegatedComplete
 from sessiond.llm.errors import ProviderError
 
 from .types import ClientCapabilities, LlmCompleteParams, LlmCompleteResult
@@ -85,7 +85,7 @@ class ConnectedClients:
 
     def delegated_completion(
         self, *, preferred: int | None, audience: Callable[[], Collection[int]]
-    ) -> ClientComplete | None:
+    ) -> DelegatedComplete | None:
         """``llm/complete`` through a client of ``audience`` (the clients that have the
         session open: the request carries its conversation, and the answer is written
         into it): the preferred client if it can, else the first that can. None when no

@@ -9,7 +9,7 @@ from typing import Final, Literal
 from sessiond.llm.base import Progress, ProgressCallback
 from sessiond.server import RequestContext, WorkDoneBegin, WorkDoneEnd, WorkDoneReport
 from sessiond.service.actor import SessionActor
-from sessiond.service.summaries import SummaryContext
+from sessiond.service.summarize import SummaryContext
 from sessiond.settings import Settings
 
 from .daemon import Daemon
@@ -33,9 +33,9 @@ def request_summaries(
     )
     progress = _progress_reporter(ctx, title) if _reports_progress(daemon, ctx) else None
     # The summarizers load on first use: most requests never need them.
-    from sessiond.service.summarizers import summary_context
+    from sessiond.service.summarizer_setup import summary_context
 
-    return summary_context(settings, mode=mode, client=delegated, progress=progress)
+    return summary_context(settings, mode=mode, delegated=delegated, progress=progress)
 
 
 def end_progress(daemon: Daemon, ctx: RequestContext, message: str) -> None:

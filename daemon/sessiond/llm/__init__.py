@@ -3,7 +3,7 @@ tries the configured candidates with pi's retries.
 
 Typical use, from compaction::
 
-    chain = SummarizerChain.from_settings(settings, client=delegate_or_none)
+    chain = SummarizerChain.from_settings(settings, delegated=delegate_or_none)
     completion = await chain.complete(
         CompletionRequest(system_prompt=..., prompt=..., max_tokens=..., purpose="history"),
         progress=on_progress,
@@ -33,8 +33,8 @@ _EXPORTS = {
     "SleepFn": "chain",
     "SummarizerChain": "chain",
     "retry_delay_ms": "chain",
-    "ClientComplete": "client",
-    "ClientSummarizer": "client",
+    "DelegatedComplete": "delegated",
+    "DelegatedSummarizer": "delegated",
     "ErrorKind": "errors",
     "ProviderError": "errors",
     "classify": "errors",
@@ -44,10 +44,10 @@ _EXPORTS = {
 
 __all__ = [
     "Attempt",
-    "ClientComplete",
-    "ClientSummarizer",
     "Completion",
     "CompletionRequest",
+    "DelegatedComplete",
+    "DelegatedSummarizer",
     "ErrorKind",
     "ExtractiveSummarizer",
     "Mode",
@@ -75,7 +75,7 @@ if TYPE_CHECKING:
         Summarizer,
     )
     from sessiond.llm.chain import Mode, RequestFitter, SleepFn, SummarizerChain, retry_delay_ms
-    from sessiond.llm.client import ClientComplete, ClientSummarizer
+    from sessiond.llm.delegated import DelegatedComplete, DelegatedSummarizer
     from sessiond.llm.errors import ErrorKind, ProviderError, classify
     from sessiond.llm.extractive import ExtractiveSummarizer, extractive_summary
 

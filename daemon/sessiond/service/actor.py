@@ -42,7 +42,7 @@ from sessiond.store import following
 from sessiond.store.catching_up import read_changes
 from sessiond.store.following import Followed
 from sessiond.store.session import SessionStore
-from sessiond.tokenizer import estimator as estimator_named
+from sessiond.tiktoken_offline import estimator as estimator_named
 
 from .gate import Gate
 from .hooks import Hooks, NoHooks

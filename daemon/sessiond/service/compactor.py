@@ -49,7 +49,7 @@ from sessiond.store.session import SessionStore
 from sessiond.wire.compaction import CompactionReason, CompactionResult
 
 from .hooks import CompactingAnswer, Hooks, NoHooks
-from .summaries import SummaryContext, reasoning_for, summarize_fitted, summarize_history
+from .summarize import SummaryContext, reasoning_for, summarize_fitted, summarize_history
 
 if TYPE_CHECKING:
     from sessiond.llm.base import Completion

@@ -36,7 +36,7 @@ from sessiond.settings import Settings
 from sessiond.store.session import SessionStore
 
 from .hooks import Hooks, NoHooks, TreePreparation
-from .summaries import SummaryContext, summarize_fitted
+from .summarize import SummaryContext, summarize_fitted
 
 T = TypeVar("T")
 

@@ -20,7 +20,7 @@ from sessiond.wire.compaction import CompactionReason
 
 from .compactor import CompactionOutcome, Compactor
 from .events import CompactionEnded, CompactionStarted
-from .summaries import SummaryContext
+from .summarize import SummaryContext
 
 CompactionEvent = CompactionStarted | CompactionEnded
 EventSink = Callable[[CompactionEvent], None]
