@@ -223,4 +223,4 @@ def test_the_progress_params_of_the_schema_are_the_servers() -> None:
     def names(struct: type[msgspec.Struct]) -> list[str]:
         return [field.encode_name for field in msgspec.structs.fields(struct)]
 
-    assert names(protocol.ProgressParams) == names(lsp_notifications.ProgressNotificationParams)
+    assert names(protocol.TypedProgressParams) == names(messages.ProgressParams)

@@ -24,7 +24,7 @@ from sessiond.service.actor import SessionActor
 from sessiond.service.hooks import (
     BeforeCompactAnswer,
     BeforeTreeAnswer,
-    BranchEntries,
+    BranchLoader,
     CompactingAnswer,
     TreePreparation,
 )
@@ -151,7 +151,7 @@ class ClientHooks:
     async def before_compact(
         self,
         preparation: CompactionPreparation,
-        branch_entries: BranchEntries,
+        branch_entries: BranchLoader,
         custom_instructions: str | None,
     ) -> BeforeCompactAnswer:
         answer = BeforeCompactAnswer()

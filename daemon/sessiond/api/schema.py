@@ -31,7 +31,7 @@ from . import types as t
 from .entry_types import SCHEMA_UNIONS
 
 
-class ProgressParams(msgspec.Struct):
+class TypedProgressParams(msgspec.Struct):
     """$/progress: LSP work-done progress of a request that carried a workDoneToken."""
 
     # The JSON-RPC layer sends its own ProgressNotificationParams, whose value it does not type.
@@ -65,7 +65,7 @@ NOTIFICATIONS: dict[str, Any] = {
     "session/recovered": t.SessionRecovered,
     "compaction/started": t.CompactionStartedNotification,
     "compaction/ended": t.CompactionEndedNotification,
-    "$/progress": ProgressParams,
+    "$/progress": TypedProgressParams,
     "window/logMessage": LogMessageParams,
     "hooks/session_compact": t.CompactHookParams,
     "hooks/session_tree": t.TreeHookParams,
@@ -94,7 +94,10 @@ _HOOK_PREFIX = "hooks/"
 NULL_RESULT = "NullResult"
 # msgspec names a component by its class, qualified when two classes share a name;
 # the schema's names must be plain identifiers (clients generate types from them).
-SCHEMA_NAMES: dict[str, str] = {}
+SCHEMA_NAMES: dict[str, str] = {
+    # The JSON-RPC layer's own ProgressParams leaves the value untyped.
+    "TypedProgressParams": "ProgressParams",
+}
 ROOT_TITLE = "SessiondProtocol"
 
 

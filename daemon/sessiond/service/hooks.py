@@ -18,7 +18,7 @@ from sessiond.wire.compaction import CompactionResult, SuppliedBranchSummary
 
 # The root-to-leaf entries, built only if a hook listener wants them (it can be
 # the whole session).
-BranchEntries = Callable[[], list[Entry]]
+BranchLoader = Callable[[], list[Entry]]
 
 
 @dataclass
@@ -66,7 +66,7 @@ class Hooks(Protocol):
     async def before_compact(
         self,
         preparation: CompactionPreparation,
-        branch_entries: BranchEntries,
+        branch_entries: BranchLoader,
         custom_instructions: str | None,
     ) -> BeforeCompactAnswer: ...
 
@@ -95,7 +95,7 @@ class NoHooks:
     async def before_compact(
         self,
         preparation: CompactionPreparation,
-        branch_entries: BranchEntries,
+        branch_entries: BranchLoader,
         custom_instructions: str | None,
     ) -> BeforeCompactAnswer:
         return BeforeCompactAnswer()

@@ -13,8 +13,6 @@ Bodies are decoded to build the messages, and to read the usage of the last answ
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from sessiond.core.context import ModelRef, SessionContext, compaction_summary_message
 from sessiond.core.entries import CompactionEntry, CustomEntry, Entry, MessageEntry
 from sessiond.core.messages import AnyMessage, TokenUsage
@@ -37,9 +35,9 @@ from sessiond.core.tokens import (
     calculate_context_tokens,
 )
 
+from .leaf_view import EntryLoader
 from .records import EntryRecord
 
-EntryLoader = Callable[[EntryRecord], Entry]
 # Entries whose arrival changes where the context starts.
 _RESELECT: frozenset[str] = frozenset({"compaction", "reset_boundary"})
 _GIVES_MESSAGES: frozenset[str] = frozenset({"message", "custom_message", "branch_summary"})

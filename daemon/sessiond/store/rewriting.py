@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,10 +33,7 @@ if TYPE_CHECKING:
     from sessiond.core.title_slot import TitleSlot
     from sessiond.settings import StorageSettings
 
-    from .session import SessionStore
-
-
-Clock = Callable[[], datetime]
+    from .session import Clock, SessionStore
 
 
 def fork(

@@ -104,11 +104,11 @@ def _raw_message(line: bytes) -> bytes:
     return bytes(_raw_message_decoder.decode(line).message)
 
 
-class TreeNode(msgspec.Struct, kw_only=True):
+class RecordNode(msgspec.Struct, kw_only=True):
     """One node of ``get_tree``: an entry's record, its children, its current label."""
 
     record: EntryRecord
-    children: list[TreeNode]
+    children: list[RecordNode]
     label: str | None = None
 
 
@@ -537,14 +537,14 @@ class SessionStore:
     def get_label(self, entry_id: str) -> str | None:
         return self._labels.get(entry_id)
 
-    def get_tree(self) -> list[TreeNode]:
+    def get_tree(self) -> list[RecordNode]:
         """pi's ``getTree``: roots in file order, children sorted by timestamp."""
-        nodes: dict[str, TreeNode] = {}
+        nodes: dict[str, RecordNode] = {}
         for record in self._records:
-            nodes[record.id] = TreeNode(
+            nodes[record.id] = RecordNode(
                 record=record, children=[], label=self._labels.get(record.id)
             )
-        roots: list[TreeNode] = []
+        roots: list[RecordNode] = []
         for record in self._records:
             node = nodes[record.id]
             if node.record is not record:
