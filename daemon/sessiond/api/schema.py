@@ -194,6 +194,9 @@ def _plain_names(components: dict[str, Any]) -> dict[str, Any]:
     if qualified:
         raise RuntimeError(f"give these schema components a name in SCHEMA_NAMES: {qualified}")
     renamed = {SCHEMA_NAMES.get(name, name): schema for name, schema in components.items()}
+    for name in SCHEMA_NAMES.values():
+        if name in renamed and "title" in renamed[name]:
+            renamed[name] = {**renamed[name], "title": name}
     pointing: dict[str, Any] = _renamed(renamed, SCHEMA_NAMES)
     return pointing
 
