@@ -1,24 +1,10 @@
 """Every open session of the daemon, one actor each (``actor``), by id and by file.
 
-Sessions run concurrently with each other.
-
-Opening a file reads all of it (scan, repair, migration), so it runs in a worker
-thread while the event loop serves everyone else; concurrent opens of one file
-share that one open, and an open nobody waits for any more is closed when done.
-
-Notifications go out through a ``Publisher`` to the clients that have the
-session open; the transport is not this module's business.
-
-Other programs (pi itself) may append to or rewrite a file the daemon holds: every
-request that names a session first looks at its file (one ``stat``, see ``actor``), and
-a task looks at every open file each ``FOLLOW_INTERVAL_S``, so that clients hear of
-such changes within that time even when nobody asks. Polling a ``stat`` costs
-microseconds per open session, works on every filesystem (network ones included, where
-inotify does not see other machines' writes) and holds no watch descriptor. What the
-look finds is read in a worker thread.
-
-How many sessions one client, and the daemon, may hold open is bounded
-(``SessionLimits``).
+Opening a file reads all of it, in a worker thread; concurrent opens of one file share
+that one open. A task looks at every open file each ``FOLLOW_INTERVAL_S`` (one ``stat``
+each) so that clients hear of other programs' writes even when nobody asks; what it
+finds is read in a worker thread. How many sessions one client, and the daemon, may
+hold open is bounded (``SessionLimits``).
 """
 
 from __future__ import annotations
