@@ -14,7 +14,8 @@ from sessiond.llm.base import CompletionRequest
 from sessiond.llm.delegated import DelegatedComplete
 from sessiond.llm.errors import ProviderError
 
-from .types import ClientCapabilities, LlmCompleteParams, LlmCompleteResult
+from .hook_types import LlmCompleteParams, LlmCompleteResult
+from .types import ClientCapabilities
 
 _log = logging.getLogger(__name__)
 # A summary through the editor's model can take minutes; the daemon waits this long.

@@ -18,14 +18,13 @@ from sessiond.service.usage import context_usage
 
 from .daemon import Daemon
 from .hooks import preparation_wire
+from .notification_types import CompactionEndedNotification, CompactionStartedNotification
 from .notifications import announce_change
 from .summarizing import end_progress, request_summaries
 from .types import (
     AbortResult,
     AutoCompactionReport,
-    CompactionEndedNotification,
     CompactionPreparationWire,
-    CompactionStartedNotification,
     CompactionSummaryInfo,
     PrepareCompactionParams,
     RunCompactionParams,

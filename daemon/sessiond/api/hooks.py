@@ -32,7 +32,7 @@ from sessiond.store.export import message_json
 from sessiond.store.session import SessionStore
 
 from .clients import ClientState, ConnectedClients
-from .types import (
+from .hook_types import (
     BeforeCompactHookParams,
     BeforeCompactHookResult,
     BeforeTreeHookParams,
@@ -40,9 +40,9 @@ from .types import (
     CompactHookParams,
     CompactingHookParams,
     CompactingHookResult,
-    CompactionPreparationWire,
     TreeHookParams,
 )
+from .types import CompactionPreparationWire
 
 _log = logging.getLogger(__name__)
 R = TypeVar("R", bound=msgspec.Struct)

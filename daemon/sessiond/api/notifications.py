@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sessiond.service.actor import SessionActor
 
-from .types import ChangeReason, SessionChanged
+from .notification_types import ChangeReason, SessionChanged
 
 
 def announce_change(

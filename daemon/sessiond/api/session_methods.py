@@ -26,6 +26,7 @@ from sessiond.store.session import SessionStore
 
 from .daemon import Daemon
 from .methods import MethodTable
+from .notification_types import SessionRecovered
 from .notifications import announce_change
 from .tree_view import tree_result
 from .types import (
@@ -49,7 +50,6 @@ from .types import (
     OpenSessionResult,
     PathParams,
     PathResult,
-    SessionRecovered,
     SessionRef,
     SetNameParams,
     TreeParams,

@@ -13,7 +13,7 @@ from typing import Any, TypeAlias
 import msgspec
 
 from .messages import (
-    _STRUCT_OPTIONS,
+    STRUCT_OPTIONS,
     AgentMessage,
     ContentBlock,
     SystemMessage,
@@ -25,7 +25,7 @@ CURRENT_SESSION_VERSION = 3
 
 
 class SessionHeader(
-    msgspec.Struct, tag_field="type", tag="session", kw_only=True, **_STRUCT_OPTIONS
+    msgspec.Struct, tag_field="type", tag="session", kw_only=True, **STRUCT_OPTIONS
 ):
     version: int | None = None
     id: str
@@ -140,7 +140,7 @@ class SessionInfoEntry(_EntryBase, tag_field="type", tag="session_info", kw_only
     name: str | None = None
 
 
-class ContextReplacement(msgspec.Struct, kw_only=True, **_STRUCT_OPTIONS):
+class ContextReplacement(msgspec.Struct, kw_only=True, **STRUCT_OPTIONS):
     content: str | list[ContentBlock]
 
 
@@ -248,7 +248,7 @@ KnownEntry: TypeAlias = (
 )
 
 
-class UnknownEntry(msgspec.Struct, kw_only=True, **_STRUCT_OPTIONS):
+class UnknownEntry(msgspec.Struct, kw_only=True, **STRUCT_OPTIONS):
     """An entry of a type sessiond does not know, or one it could not read as its type.
 
     It keeps its place in the tree (id, parentId) and contributes nothing to

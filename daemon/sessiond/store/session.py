@@ -27,7 +27,7 @@ from sessiond.core.absent import without_null_optionals
 from sessiond.core.context import (
     UNSET,
     SessionContext,
-    _Unset,
+    Unset,
     context_from_path,
     iso_to_ms,
     path_to,
@@ -561,11 +561,11 @@ class SessionStore:
 
     # ------------------------------------------------------------------ context
 
-    def build_context(self, leaf_id: str | _Unset | None = UNSET) -> SessionContext:
+    def build_context(self, leaf_id: str | Unset | None = UNSET) -> SessionContext:
         """pi's ``buildSessionContext`` for ``leaf_id`` (default: the current leaf)."""
         if leaf_id is None:
             return context_from_path([])
-        if isinstance(leaf_id, _Unset) or leaf_id == self.leaf_id:
+        if isinstance(leaf_id, Unset) or leaf_id == self.leaf_id:
             return self._view.context()
         record = self._by_id.get(leaf_id)
         if record is None:
@@ -606,7 +606,7 @@ class SessionStore:
         self,
         bodies: Sequence[Mapping[str, Any]],
         *,
-        expected_leaf_id: str | _Unset | None = UNSET,
+        expected_leaf_id: str | Unset | None = UNSET,
         types: frozenset[str] | None = None,
     ) -> list[Entry]:
         """Append entries (JSON objects without id/parentId/timestamp) under the leaf.
@@ -626,7 +626,7 @@ class SessionStore:
             )
         if self._persisted:
             following.before_append(self)
-        if not isinstance(expected_leaf_id, _Unset) and expected_leaf_id != self.leaf_id:
+        if not isinstance(expected_leaf_id, Unset) and expected_leaf_id != self.leaf_id:
             raise ConflictError(
                 f"the session's leaf is {self.leaf_id or 'none (no entries yet)'}, "
                 f"not {expected_leaf_id or 'none'}",
