@@ -213,13 +213,35 @@ def test_no_import_cycles_between_daemon_modules() -> None:
     assert _cycles(edges) == []
 
 
+def _own_private_names(tree: ast.Module) -> set[str]:
+    """The underscore names a module defines: its functions, methods and classes, the
+    attributes it assigns (``self._x = ...``, class and module level)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Attribute):
+            names.add(node.target.attr)
+    return {name for name in names if _private(name)}
+
+
 def _private_uses(tree: ast.Module) -> Iterator[tuple[int, str]]:
+    """``x._name`` where ``x`` is not ``self`` or ``cls`` and ``_name`` is not one this
+    module defines (a classmethod may use its own class's private method on a new
+    instance), and every ``from m import _name``."""
+    own = _own_private_names(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and _private(node.attr):
             owner = node.value
             if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
                 continue
             if isinstance(owner, ast.Call) and ast.unparse(owner.func) == "super":
+                continue
+            if node.attr in own:
                 continue
             yield node.lineno, ast.unparse(node)
         elif isinstance(node, ast.ImportFrom):
@@ -233,9 +255,12 @@ def _private(attribute: str) -> bool:
 
 
 def test_no_module_touches_another_modules_private_names() -> None:
-    """Only the owner of an underscore name uses it: no ``x._name`` on anything but
-    ``self`` or ``cls``, and no ``from m import _name``."""
-    sample = ast.parse("from m import _hidden\nm._secret\nself._own\nsuper()._base\n")
+    """Only the owner of an underscore name uses it: no ``x._name`` of another module's
+    on anything but ``self`` or ``cls``, and no ``from m import _name``."""
+    sample = ast.parse(
+        "from m import _hidden\nm._secret\nself._own\nsuper()._base\n"
+        "class A:\n    def _mine(self): ...\nA()._mine()\n"
+    )
     assert [text for _, text in _private_uses(sample)] == [
         "from m import _hidden",
         "m._secret",
