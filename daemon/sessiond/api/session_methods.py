@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import msgspec
 
 from sessiond.core.entries import Entry
 from sessiond.errors import (
-    ConflictError,
     InvalidParamsError,
     LimitExceededError,
-    NotAllowedError,
 )
-from sessiond.jsonrpc import RequestContext
-from sessiond.paths import check_allowed, default_session_dir, user_path
+from sessiond.paths import allowed_client_path, check_allowed, default_session_dir
+from sessiond.server import RequestContext
 from sessiond.service.actor import SessionActor
+from sessiond.service.creating import create_session
 from sessiond.service.forking import fork_job, user_messages_for_forking
 from sessiond.service.usage import context_usage
 from sessiond.service.workers import in_worker
@@ -60,12 +58,6 @@ from .types import (
 METHODS = MethodTable()
 
 
-def _path(text: str, what: str, roots: list[str] | None = None) -> Path:
-    if not text:
-        raise InvalidParamsError(f"{what} must not be empty")
-    return check_allowed(user_path(text, what).absolute(), roots)
-
-
 def _check_answer_size(store: SessionStore, records: list[EntryRecord]) -> None:
     """An answer holds at most as many bytes of entries as the session itself: an id named
     many times over a big entry must not make an answer (and a daemon) out of proportion
@@ -83,42 +75,16 @@ def _check_answer_size(store: SessionStore, records: list[EntryRecord]) -> None:
 
 @METHODS.request("session/new", NewSessionParams)
 def new_session(daemon: Daemon, ctx: RequestContext, params: NewSessionParams) -> NewSessionResult:
-    settings = daemon.settings(ctx)
-    roots = settings.storage.allowed_roots
-    if params.path:
-        already = daemon.sessions.find_by_path(_path(params.path, "path", roots))
-        if already is not None:
-            raise ConflictError(
-                f"{params.path} is already open as session {already.session_id}",
-                path=str(already.store.path),
-                sessionId=already.session_id,
-            )
-
-    if roots is not None and not params.path and not params.session_dir:
-        # The default directory: refuse before SessionStore.create makes it.
-        check_allowed(default_session_dir(params.cwd, settings.storage.session_dir), roots)
-
-    def create() -> SessionStore:
-        store = SessionStore.create(
-            params.cwd,
-            session_dir=_path(params.session_dir, "sessionDir", roots)
-            if params.session_dir
-            else None,
-            path=_path(params.path, "path", roots) if params.path else None,
-            session_id=params.id,
-            parent_session=params.parent_session,
-            storage=settings.storage,
-        )
-        try:
-            check_allowed(store.path, roots)
-        except NotAllowedError:
-            store.close()
-            raise
-        return store
-
-    # On the event loop, unlike session/open: nothing is read (a stat, the directory,
-    # the lock), and a client may send requests for the new id right behind it.
-    actor = daemon.sessions.create(create, ctx.connection.id, params.id)
+    actor = create_session(
+        daemon.sessions,
+        ctx.connection.id,
+        daemon.settings(ctx).storage,
+        cwd=params.cwd,
+        session_dir=params.session_dir,
+        path=params.path,
+        session_id=params.id,
+        parent_session=params.parent_session,
+    )
     if params.write_now:
         actor.store.write_now()
     return NewSessionResult(
@@ -134,7 +100,7 @@ async def open_session(
     daemon: Daemon, ctx: RequestContext, params: OpenSessionParams
 ) -> OpenSessionResult:
     storage = daemon.settings(ctx).storage
-    path = _path(params.path, "path", storage.allowed_roots)
+    path = allowed_client_path(params.path, "path", storage.allowed_roots)
     # The file is read in a worker thread: other clients are served meanwhile (a
     # client's own opens and listings, a few at a time).
     async with daemon.client(ctx).file_jobs:
@@ -169,7 +135,7 @@ async def list_session_files(
     settings = daemon.settings(ctx)
     roots = settings.storage.allowed_roots
     if params.session_dir:
-        directory = _path(params.session_dir, "sessionDir", roots)
+        directory = allowed_client_path(params.session_dir, "sessionDir", roots)
     elif params.cwd:
         directory = default_session_dir(params.cwd, settings.storage.session_dir)
     else:
