@@ -26,7 +26,7 @@ from functools import cache
 from pathlib import Path
 
 DAEMON = Path(__file__).resolve().parents[1] / "daemon" / "sessiond"
-JSONRPC = "server"
+JSONRPC = "jsonrpc"
 LAYERS: list[set[str]] = [
     {"_version", "errors", "paths", "redaction", "settings", "settings_trust", "wire"},
     {"core"},

@@ -218,9 +218,9 @@ def test_the_progress_params_of_the_schema_are_the_servers() -> None:
     """The schema types ``$/progress`` with its own struct (the JSON-RPC layer leaves the
     value untyped); the fields are the ones the layer sends."""
     from sessiond.api import schema as protocol
-    from sessiond.server import messages
+    from sessiond.jsonrpc import lsp_notifications
 
     def names(struct: type[msgspec.Struct]) -> list[str]:
         return [field.encode_name for field in msgspec.structs.fields(struct)]
 
-    assert names(protocol.TypedProgressParams) == names(messages.ProgressParams)
+    assert names(protocol.ProgressParams) == names(lsp_notifications.ProgressNotificationParams)

@@ -10,6 +10,7 @@ from typing import Any
 
 from sessiond.core.inert import quoted
 from sessiond.errors import REQUEST_CANCELLED, OperationCancelledError
+from sessiond.jsonrpc import ClientRequestFailed, ClientReturnedError, Connection
 from sessiond.llm.base import CompletionRequest
 from sessiond.llm.delegated import DelegatedComplete
 from sessiond.llm.errors import ProviderError

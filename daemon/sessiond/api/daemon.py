@@ -13,9 +13,13 @@ import os
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
+from sessiond.jsonrpc import AnswerLater, Connection, RequestContext, Router
+from sessiond.jsonrpc.connection_limits import (
+    DEFAULT_MAX_CONNECTIONS,
+    FD_RESERVE_MIN,
+    open_file_limit,
+)
 from sessiond.redaction import remember
-from sessiond.server import AnswerLater, Connection, RequestContext, Router
-from sessiond.server.limits import DEFAULT_MAX_CONNECTIONS, FD_RESERVE_MIN, open_file_limit
 from sessiond.service.actor import SessionActor
 from sessiond.service.sessions import SessionLimits, SessionRegistry
 from sessiond.settings import (

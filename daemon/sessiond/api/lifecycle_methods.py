@@ -6,7 +6,8 @@ import json
 from typing import Any, get_args
 
 from sessiond._version import __version__
-from sessiond.server import MessageType, NoParams, RequestContext
+from sessiond.jsonrpc import MessageType, RequestContext
+from sessiond.jsonrpc.router import NoParams
 from sessiond.settings import merge_settings
 
 from .clients import MAX_CLIENT_NAME

@@ -15,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sessiond.server import NoParams, RequestContext, Router
+from sessiond.jsonrpc import RequestContext, Router
+from sessiond.jsonrpc.router import NoParams
 
 if TYPE_CHECKING:
     from .daemon import Daemon

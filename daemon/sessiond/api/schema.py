@@ -33,7 +33,7 @@ from . import types as t
 from .entry_types import SCHEMA_UNIONS
 
 
-class TypedProgressParams(msgspec.Struct):
+class ProgressParams(msgspec.Struct):
     """$/progress: LSP work-done progress of a request that carried a workDoneToken."""
 
     # The JSON-RPC layer sends its own ProgressNotificationParams, whose value it does not type.
@@ -67,7 +67,7 @@ NOTIFICATIONS: dict[str, Any] = {
     "session/recovered": n.SessionRecovered,
     "compaction/started": n.CompactionStartedNotification,
     "compaction/ended": n.CompactionEndedNotification,
-    "$/progress": TypedProgressParams,
+    "$/progress": ProgressParams,
     "window/logMessage": LogMessageParams,
     "hooks/session_compact": h.CompactHookParams,
     "hooks/session_tree": h.TreeHookParams,
@@ -96,10 +96,7 @@ _HOOK_PREFIX = "hooks/"
 NULL_RESULT = "NullResult"
 # msgspec names a component by its class, qualified when two classes share a name;
 # the schema's names must be plain identifiers (clients generate types from them).
-SCHEMA_NAMES: dict[str, str] = {
-    # The JSON-RPC layer's own ProgressParams leaves the value untyped.
-    "TypedProgressParams": "ProgressParams",
-}
+SCHEMA_NAMES: dict[str, str] = {}
 ROOT_TITLE = "SessiondProtocol"
 
 

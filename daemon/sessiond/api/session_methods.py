@@ -11,8 +11,8 @@ from sessiond.errors import (
     InvalidParamsError,
     LimitExceededError,
 )
+from sessiond.jsonrpc import RequestContext
 from sessiond.paths import allowed_client_path, check_allowed, default_session_dir
-from sessiond.server import RequestContext
 from sessiond.service.actor import SessionActor
 from sessiond.service.creating import create_session
 from sessiond.service.forking import fork_job, user_messages_for_forking

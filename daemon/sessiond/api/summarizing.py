@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from typing import Final, Literal
 
+from sessiond.jsonrpc import RequestContext, WorkDoneBegin, WorkDoneEnd, WorkDoneReport
 from sessiond.llm.base import Progress, ProgressCallback
-from sessiond.server import RequestContext, WorkDoneBegin, WorkDoneEnd, WorkDoneReport
 from sessiond.service.actor import SessionActor
 from sessiond.service.summarize import SummaryContext
 from sessiond.settings import Settings

@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from sessiond.api.app import serve
-    from sessiond.server import TransportError
+    from sessiond.jsonrpc import TransportError
 
     try:
         return serve(args)
