@@ -44,7 +44,7 @@ def session_file(entries: int, compactions: bool) -> Path:
 def measure(path: Path) -> dict[str, float]:
     from sessiond.settings import StorageSettings
     from sessiond.store.session import SessionStore
-    from sessiond.tokenizer import estimator
+    from sessiond.tiktoken_offline import estimator
 
     chars = estimator("chars")
     usage = {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15}

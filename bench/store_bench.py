@@ -89,7 +89,7 @@ def warm_measures(path: Path) -> dict[str, float]:
     from sessiond.service.compactor import prepare
     from sessiond.settings import CompactionSettings
     from sessiond.store.session import SessionStore
-    from sessiond.tokenizer import estimator
+    from sessiond.tiktoken_offline import estimator
 
     results: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as scratch:

@@ -73,12 +73,12 @@ from sessiond.errors import SessiondError
 from sessiond.llm import CompletionRequest, extractive_summary
 from sessiond.llm.extractive import clear_caches
 from sessiond.service.compactor import Compactor, raise_not_compactable
-from sessiond.service.summarizers import summary_context
+from sessiond.service.summarizer_setup import summary_context
 from sessiond.settings import CompactionSettings, Settings, StorageSettings
 from sessiond.store.claude_code import ClaudeCodeReader, ImportStats
 from sessiond.store.session import SessionStore
 from sessiond.store.transcripts import session_header, transcript_lines
-from sessiond.tokenizer import estimator
+from sessiond.tiktoken_offline import estimator
 from sessiond_testkit.generate_session import generate
 
 CORPUS = Path(__file__).resolve().parent / "summaries" / "corpus"

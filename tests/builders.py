@@ -21,9 +21,9 @@ from sessiond.core.messages import (
     AssistantMessage,
     SystemMessage,
     TextContent,
+    TokenUsage,
     ToolCall,
     ToolResultMessage,
-    Usage,
     UserMessage,
 )
 
@@ -37,8 +37,10 @@ def ts() -> str:
     return f"2026-01-01T{seconds // 3600 % 24:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}.000Z"
 
 
-def usage(input: int = 100, output: int = 50, cache_read: int = 0, cache_write: int = 0) -> Usage:
-    return Usage(
+def usage(
+    input: int = 100, output: int = 50, cache_read: int = 0, cache_write: int = 0
+) -> TokenUsage:
+    return TokenUsage(
         input=input,
         output=output,
         cache_read=cache_read,
@@ -59,7 +61,7 @@ def assistant(
     provider: str = "anthropic",
     model: str = "claude-test",
     stop_reason: str = "stop",
-    the_usage: Usage | None = None,
+    the_usage: TokenUsage | None = None,
     tool_calls: list[ToolCall] | None = None,
     error_message: str | None = None,
 ) -> MessageEntry:

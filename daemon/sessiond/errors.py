@@ -107,7 +107,7 @@ class BusyError(SessiondError):
     kind = "busy"
 
 
-class CancelledError(SessiondError):
+class OperationCancelledError(SessiondError):
     """The operation was cancelled: by a hook, by an abort, or by the client's model.
 
     Not -32800: LSP clients (Neovim's ``vim.lsp.rpc`` among them) drop answers
@@ -118,7 +118,7 @@ class CancelledError(SessiondError):
     kind = "cancelled"
 
 
-class RequestCancelledError(CancelledError):
+class RequestCancelledError(OperationCancelledError):
     """The answer to a request the client cancelled with ``$/cancelRequest``."""
 
     code = REQUEST_CANCELLED

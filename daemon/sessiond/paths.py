@@ -139,6 +139,13 @@ def check_allowed(path: Path, roots: list[str] | None) -> Path:
     )
 
 
+def allowed_client_path(text: str, what: str, roots: list[str] | None) -> Path:
+    """A path a client named (``what``: the field), absolute, checked and under ``roots``."""
+    if not text:
+        raise InvalidParamsError(f"{what} must not be empty")
+    return check_allowed(user_path(text, what).absolute(), roots)
+
+
 def session_file_name(created: str, session_id: str) -> str:
     """``<ISO timestamp with ':' and '.' as '-'>_<sessionId>.jsonl``."""
     return f"{created.replace(':', '-').replace('.', '-')}_{session_id}.jsonl"

@@ -58,7 +58,7 @@ async def test_settings_warnings_reach_the_client_log(connect: Connect, project:
 
 
 async def test_work_done_token_is_part_of_the_schema() -> None:
-    from sessiond.rpc.schema import build_schema
+    from sessiond.api.schema import build_schema
 
     schema = build_schema()
     rows = {row["method"]: row for row in schema["messages"]}

@@ -47,7 +47,7 @@ async def test_before_compact_override_supplies_the_summary(connect: Connect, pr
     async def supply(params: t.BeforeCompactHookParams) -> t.BeforeCompactHookResult:
         prep = params.preparation
         return t.BeforeCompactHookResult(
-            compaction=t.SuppliedCompactionWire(
+            compaction=t.CompactionResult(
                 summary="## Goal\nsummary from the client's hook",
                 first_kept_entry_id=prep.first_kept_entry_id,
                 tokens_before=prep.tokens_before,
@@ -73,7 +73,7 @@ async def test_compacting_hook_and_llm_complete_answered_by_the_client(
     connect: Connect, project: str
 ) -> None:
     client = await connect()
-    requests: list[t.CompletionRequest] = []
+    requests: list[t.LlmCompleteParams] = []
 
     @client.handle_compacting
     async def extend(params: t.CompactingHookParams) -> t.CompactingHookResult:
@@ -81,7 +81,7 @@ async def test_compacting_hook_and_llm_complete_answered_by_the_client(
         return t.CompactingHookResult(context=["REMEMBER-THE-CLIENT-CONTEXT"])
 
     @client.handle_llm_complete
-    async def complete(request: t.CompletionRequest) -> str:
+    async def complete(request: t.LlmCompleteParams) -> str:
         requests.append(request)
         return f"## Goal\nclient model summary ({request.purpose})"
 
@@ -105,7 +105,7 @@ async def test_llm_complete_cancelled_by_the_client(connect: Connect, project: s
     client = await connect()
 
     @client.handle_llm_complete
-    async def refuse(request: t.CompletionRequest) -> str:
+    async def refuse(request: t.LlmCompleteParams) -> str:
         raise OperationCancelledError("the user pressed escape")
 
     await client.initialize(settings=with_candidates({"kind": "client"}))
@@ -145,7 +145,7 @@ async def test_before_tree_cancel_and_override(connect: Connect, project: str) -
     answers: list[t.BeforeTreeHookResult | None] = [
         t.BeforeTreeHookResult(cancel=True),
         t.BeforeTreeHookResult(
-            summary=t.SuppliedBranchSummaryWire(summary="branch told by the client")
+            summary=t.SuppliedBranchSummary(summary="branch told by the client")
         ),
     ]
     asked: list[t.BeforeTreeHookParams] = []
@@ -193,7 +193,7 @@ async def test_abort_reaches_a_running_llm_complete_handler(connect: Connect, pr
     entered, cancelled = asyncio.Event(), asyncio.Event()
 
     @client.handle_llm_complete
-    async def think(request: t.CompletionRequest) -> str:
+    async def think(request: t.LlmCompleteParams) -> str:
         entered.set()
         try:
             await asyncio.sleep(30)
@@ -229,7 +229,7 @@ async def test_tree_abort_while_the_before_tree_hook_is_asked(
         except asyncio.CancelledError:
             withdrawn.set()
             raise
-        return t.BeforeTreeHookResult(summary=t.SuppliedBranchSummaryWire(summary="too late"))
+        return t.BeforeTreeHookResult(summary=t.SuppliedBranchSummary(summary="too late"))
 
     await client.initialize(settings={**COMPACTABLE, "hooks": {"timeoutMs": 25_000}})
     sid, ids = await _session(client, project, turns=2)

@@ -230,8 +230,8 @@ async def test_navigate_and_abort_when_idle(client: SessiondClient, project: str
 
 
 async def test_mirrors_keep_the_daemon_field_names() -> None:
-    from sessiond.rpc import context_methods
-    from sessiond.rpc import types as daemon
+    from sessiond.api import context_methods, hook_types
+    from sessiond.api import types as daemon
 
     pairs = [
         (t.EntriesResult, daemon.EntriesResult),
@@ -239,11 +239,11 @@ async def test_mirrors_keep_the_daemon_field_names() -> None:
         (t.PathResult, daemon.PathResult),
         (t.RunCompactionResult, daemon.RunCompactionResult),
         (t.NavigateResult, daemon.NavigateResult),
-        (t.CompactHookParams, daemon.CompactHookParams),
-        (t.TreeHookParams, daemon.TreeHookParams),
+        (t.CompactHookParams, hook_types.CompactHookParams),
+        (t.TreeHookParams, hook_types.TreeHookParams),
         (t.CompactionPreparationWire, daemon.CompactionPreparationWire),
-        (t.BeforeCompactHookParams, daemon.BeforeCompactHookParams),
-        (t.CompactingHookParams, daemon.CompactingHookParams),
+        (t.BeforeCompactHookParams, hook_types.BeforeCompactHookParams),
+        (t.CompactingHookParams, hook_types.CompactingHookParams),
         (t.BuildContextResult, context_methods.BuildContextResult),
     ]
     for mirror, original in pairs:

@@ -15,7 +15,7 @@ from sessiond.core.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from sessiond.core.path_view import EntryPath
+from sessiond.core.path_reader import EntryPath
 from sessiond.core.preparation import (
     ALREADY_COMPACTED,
     NOTHING_TO_COMPACT,

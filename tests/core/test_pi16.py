@@ -14,7 +14,7 @@ import msgspec
 from sessiond.core.context import build_session_context
 from sessiond.core.decode import decode_entry
 from sessiond.core.messages import AssistantMessage, SystemMessage, TextContent, ToolCall
-from sessiond.core.path_view import EntryPath
+from sessiond.core.path_reader import EntryPath
 from sessiond.core.preparation import (
     NOTHING_TO_COMPACT,
     CompactionPreparation,

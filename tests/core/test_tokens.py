@@ -29,7 +29,7 @@ from sessiond.core.tokens import (
     should_compact,
 )
 from sessiond.settings import CompactionSettings
-from sessiond.tokenizer import count_tokens, estimator
+from sessiond.tiktoken_offline import count_tokens, estimator
 
 from ..builders import usage
 

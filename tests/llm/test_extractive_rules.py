@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from sessiond.llm import CompletionRequest, Purpose, extractive_summary
+from sessiond.llm import CompletionRequest, extractive_summary
 from sessiond.llm.extractive.names import (
     code_spans,
     code_words,
@@ -17,6 +17,7 @@ from sessiond.llm.extractive.names import (
 from sessiond.llm.extractive.parse import unwrap_summary
 from sessiond.llm.extractive.requests import is_task, task_line
 from sessiond.llm.extractive.text import in_first_person, is_finished, sentences
+from sessiond.wire.completion import Purpose
 
 
 def summary(*parts: str, purpose: Purpose = "history", previous: str | None = None) -> str:

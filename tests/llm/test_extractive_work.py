@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from sessiond.core.fileops import FileOps
-from sessiond.core.messages import AssistantMessage, ToolCall, Usage
+from sessiond.core.messages import AssistantMessage, TokenUsage, ToolCall
 from sessiond.llm.extractive.commands import short_command
 from sessiond.llm.extractive.facts import changed_lines
 from tests.llm.test_extractive_rules import section, summary
@@ -251,7 +251,7 @@ def test_file_tracking_knows_claude_codes_file_tools_and_keeps_pis_rule() -> Non
     message = AssistantMessage(
         provider="p",
         model="m",
-        usage=Usage(input=0, output=0, cache_read=0, cache_write=0, total_tokens=0),
+        usage=TokenUsage(input=0, output=0, cache_read=0, cache_write=0, total_tokens=0),
         stop_reason="toolUse",
         content=[
             ToolCall(id="1", name="Read", arguments={"file_path": "/p/a.py"}),

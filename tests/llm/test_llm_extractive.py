@@ -6,11 +6,12 @@ import re
 
 import pytest
 
-from sessiond.llm import CompletionRequest, ExtractiveSummarizer, Purpose, extractive_summary
+from sessiond.llm import CompletionRequest, ExtractiveSummarizer, extractive_summary
 from sessiond.llm.extractive import MARKER
 from sessiond.llm.extractive.facts import result_error
 from sessiond.llm.extractive.parse import parse_prompt, parse_tool_calls
 from sessiond.llm.extractive.text import impersonal, sentences
+from sessiond.wire.completion import Purpose
 
 PENDING = (
     "Great. Now add a unit test for the empty-password case in src/auth/login.test.ts.\n\n"

@@ -7,8 +7,8 @@ import asyncio
 import pytest
 from llm_fakes import Reply, json_reply
 
-from sessiond.errors import CancelledError as RequestCancelled
-from sessiond.llm import ClientSummarizer, CompletionRequest, ProviderError, SummarizerChain
+from sessiond.errors import OperationCancelledError
+from sessiond.llm import CompletionRequest, DelegatedSummarizer, ProviderError, SummarizerChain
 from sessiond.llm.remote import RemoteSummarizer
 from sessiond.settings import SummarizerCandidate, SummarizerSettings
 
@@ -68,7 +68,7 @@ async def test_client_delegated_passes_the_request_and_returns_the_text():
         got.append(request)
         return "from the editor"
 
-    result = await ClientSummarizer(delegate).complete(REQUEST)
+    result = await DelegatedSummarizer(delegate).complete(REQUEST)
     assert result.text == "from the editor"
     assert result.model == "client/editor"
     assert got == [REQUEST]
@@ -93,19 +93,19 @@ async def test_client_errors_become_provider_errors():
         raise RuntimeError("429 Too Many Requests from the editor's model")
 
     with pytest.raises(ProviderError) as caught:
-        await ClientSummarizer(delegate).complete(REQUEST)
+        await DelegatedSummarizer(delegate).complete(REQUEST)
     assert caught.value.error_kind == "rateLimit"
     assert "editor's model" in caught.value.message
 
 
 async def test_client_cancel_answer_is_not_a_failure_to_fall_back_from():
     async def delegate(request: CompletionRequest) -> str:
-        raise RequestCancelled("the user cancelled")
+        raise OperationCancelledError("the user cancelled")
 
     chain = SummarizerChain(
-        SummarizerSettings(candidates=[SummarizerCandidate(kind="client")]), client=delegate
+        SummarizerSettings(candidates=[SummarizerCandidate(kind="client")]), delegated=delegate
     )
-    with pytest.raises(RequestCancelled):
+    with pytest.raises(OperationCancelledError):
         await chain.complete(REQUEST)
 
 
@@ -123,7 +123,7 @@ async def test_cancelling_the_chain_cancels_the_delegate():
         return "never"
 
     chain = SummarizerChain(
-        SummarizerSettings(candidates=[SummarizerCandidate(kind="client")]), client=delegate
+        SummarizerSettings(candidates=[SummarizerCandidate(kind="client")]), delegated=delegate
     )
     task = asyncio.create_task(chain.complete(REQUEST))
     await asyncio.wait_for(entered.wait(), 1)

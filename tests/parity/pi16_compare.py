@@ -19,7 +19,7 @@ from sessiond.core.branch import collect_entries_for_branch_summary, prepare_bra
 from sessiond.core.convert import convert_to_llm
 from sessiond.core.cutpoints import CUT_ROLES, TURN_START_ROLES, find_valid_cut_points
 from sessiond.core.decode import message_from_dict
-from sessiond.core.path_view import EntryPath
+from sessiond.core.path_reader import EntryPath
 from sessiond.core.preparation import CompactionPreparation, prepare_compaction
 from sessiond.core.projected_path import ProjectedPath
 from sessiond.core.serialize import serialize_conversation

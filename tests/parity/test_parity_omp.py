@@ -33,7 +33,7 @@ from sessiond.core.title_slot import serialize_title_slot
 from sessiond.core.tokens import CharsEstimator, estimate_projected_context_tokens
 from sessiond.service.compactor import Compactor
 from sessiond.service.navigator import navigate_tree
-from sessiond.service.summarizers import summary_context
+from sessiond.service.summarizer_setup import summary_context
 from sessiond.store.export import llm_messages, messages_json
 from sessiond.store.session import SessionStore
 from tests.parity.omp_reference import (

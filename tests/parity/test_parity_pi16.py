@@ -31,7 +31,7 @@ from sessiond.core.context import iso_to_ms
 from sessiond.core.entries import CompactionEntry
 from sessiond.service.pruning import prune_tool_outputs
 from sessiond.store.session import SessionStore
-from sessiond.tokenizer import estimator
+from sessiond.tiktoken_offline import estimator
 from tests.parity import pi16_compare, pi16_reference
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from sessiond.errors import CancelledError
+from sessiond.errors import OperationCancelledError
 from tests.proof.provider import Act, ScriptedProvider, tagged_session
 from tests.proof.support import (
     FAST,
@@ -299,7 +299,7 @@ def test_aborts_are_prompt_and_write_nothing(tmp_path: Path, how: str) -> None:
                 assert error["code"] == -32800  # the answer to the client's own cancel
             else:
                 assert (
-                    error["code"] == CancelledError.code
+                    error["code"] == OperationCancelledError.code
                     and error["message"] == "Compaction cancelled"
                 )
         assert path.read_bytes() == before, "an aborted summary wrote to the file"

@@ -83,8 +83,8 @@ def test_there_are_examples() -> None:
 
 
 def test_every_method_has_an_example() -> None:
-    from sessiond.rpc.app import build_daemon
-    from sessiond.rpc.daemon import Daemon
+    from sessiond.api.app import build_daemon
+    from sessiond.api.daemon import Daemon
     from sessiond.settings import Settings
 
     router = build_daemon(Daemon(Settings(), [])).router

@@ -16,11 +16,12 @@ from pathlib import Path
 
 import msgspec
 
+from sessiond.api.app import build_daemon
+from sessiond.api.daemon import Daemon
+from sessiond.api.lifecycle_methods import HOOK_NAMES, NOTIFICATIONS
+from sessiond.api.schema import schema_json
+from sessiond.api.types import PROTOCOL_VERSION
 from sessiond.errors import SessiondError
-from sessiond.rpc.app import build_daemon
-from sessiond.rpc.daemon import HOOK_NAMES, NOTIFICATIONS, Daemon
-from sessiond.rpc.schema import schema_json
-from sessiond.rpc.types import PROTOCOL_VERSION
 from sessiond.settings import Settings, settings_to_builtins
 
 PROTOCOL = Path(__file__).resolve().parents[2] / "protocol"
@@ -168,9 +169,14 @@ def _string_constants(tree: ast.Module) -> dict[str, str]:
     return found
 
 
+def _registers(receiver: str) -> bool:
+    """A ``request`` call that registers a method (a router's, a module's method table)."""
+    return receiver.endswith("router") or receiver == "METHODS"
+
+
 def _sent_by_the_daemon() -> tuple[set[str], set[str]]:
     """Notification and server-request methods the daemon's code sends: the literal method
-    of every ``notify``/``publish``/``request`` call (not the router's registrations),
+    of every ``notify``/``publish``/``request`` call (not the method registrations),
     and ``hooks/<hook>`` for every hook it asks (``_ask(client, "<hook>", ...)``)."""
     notifications: set[str] = set()
     requests: set[str] = set()
@@ -190,7 +196,7 @@ def _sent_by_the_daemon() -> tuple[set[str], set[str]]:
             literals = [text for text in literals if isinstance(text, str)]
             if node.func.attr in ("notify", "publish") and literals:
                 notifications.add(literals[0])
-            elif node.func.attr == "request" and literals and not receiver.endswith("router"):
+            elif node.func.attr == "request" and literals and not _registers(receiver):
                 requests.add(literals[0])
             elif node.func.attr == "_ask" and literals:
                 requests.add(f"hooks/{literals[0]}")
@@ -211,8 +217,8 @@ def test_schema_lists_exactly_what_the_daemon_sends() -> None:
 def test_the_progress_params_of_the_schema_are_the_servers() -> None:
     """The schema types ``$/progress`` with its own struct (the JSON-RPC layer leaves the
     value untyped); the fields are the ones the layer sends."""
+    from sessiond.api import schema as protocol
     from sessiond.jsonrpc import lsp_notifications
-    from sessiond.rpc import schema as protocol
 
     def names(struct: type[msgspec.Struct]) -> list[str]:
         return [field.encode_name for field in msgspec.structs.fields(struct)]

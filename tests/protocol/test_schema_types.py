@@ -21,6 +21,7 @@ import msgspec
 import pytest
 from jsonschema import Draft202012Validator
 
+from sessiond.api import entry_types
 from sessiond.core.entries import KnownEntry, MessageEntry
 from sessiond.core.messages import (
     AgentMessage,
@@ -28,7 +29,6 @@ from sessiond.core.messages import (
     BranchSummaryMessage,
     CompactionSummaryMessage,
 )
-from sessiond.rpc import entry_types
 from sessiond_testkit.generate_session import generate
 from tests.parity.pi_reference import PARITY_DIR, node_executable, unavailable_reason
 
@@ -137,9 +137,7 @@ FREE_FORM = {
     "SessionInitEntry/outputSchema",
     "SessionInitEntryInput/outputSchema",
     "SettingsResult/settings",
-    "SuppliedBranchSummaryWire/details",
-    "SuppliedCompactionWire/details",
-    "SuppliedCompactionWire/preserveData",
+    "SuppliedBranchSummary/details",
     "TokenUsage/cttl",
     "TokenUsage/server",
     "ToolCall/arguments",

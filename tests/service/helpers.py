@@ -7,7 +7,7 @@ from typing import Any
 
 from sessiond.settings import Settings, merge_settings
 from sessiond.store.session import SessionStore
-from sessiond.tokenizer import estimator
+from sessiond.tiktoken_offline import estimator
 
 from ..store.helpers import assistant, tool_call, tool_result, user
 

@@ -13,9 +13,9 @@ from sessiond.core.messages import CompactionSummaryMessage
 from sessiond.core.preparation import CompactionPreparation
 from sessiond.errors import (
     AlreadyCompactedError,
-    CancelledError,
     ConflictError,
     NothingToCompactError,
+    OperationCancelledError,
     SummarizerError,
 )
 from sessiond.llm.base import Completion
@@ -25,14 +25,14 @@ from sessiond.service.hooks import (
     BeforeCompactAnswer,
     CompactingAnswer,
     NoHooks,
-    SuppliedCompaction,
 )
 from sessiond.service.navigator import navigate_tree
 from sessiond.service.runs import run_compaction
-from sessiond.service.summaries import SummaryContext
-from sessiond.service.summarizers import summary_context
+from sessiond.service.summarize import SummaryContext
+from sessiond.service.summarizer_setup import summary_context
 from sessiond.settings import Settings
 from sessiond.store.session import SessionStore
+from sessiond.wire.compaction import CompactionResult
 
 from ..fake_provider import Answer, FakeProvider, default_answer, purpose_of
 from ..store.helpers import assistant, user
@@ -440,14 +440,14 @@ async def test_hook_cancels(tmp_path: Path):
     hooks = RecordingHooks(before=BeforeCompactAnswer(cancel=True))
     with long_session(tmp_path) as store:
         count = store.entry_count
-        with pytest.raises(CancelledError, match="^Compaction cancelled$"):
+        with pytest.raises(OperationCancelledError, match="^Compaction cancelled$"):
             await compactor(store, settings, hooks).run(summary_context(settings, mode="manual"))
         assert store.entry_count == count and hooks.calls == ["before"]
 
 
 async def test_hook_supplies_the_compaction(tmp_path: Path):
     settings = offline()
-    supplied = SuppliedCompaction(
+    supplied = CompactionResult(
         summary="HOOK SUMMARY", first_kept_entry_id="whatever", tokens_before=999, details={"x": 1}
     )
     hooks = RecordingHooks(before=BeforeCompactAnswer(compaction=supplied))
@@ -498,7 +498,7 @@ async def test_compacting_hook_shapes_the_request(tmp_path: Path, provider: Fake
 async def test_a_reviewed_summary_is_not_replaced_by_a_hooks_compaction(tmp_path: Path):
     settings = offline()
     with long_session(tmp_path) as store:
-        supplied = SuppliedCompaction(
+        supplied = CompactionResult(
             summary="the hook's own summary", first_kept_entry_id="x", tokens_before=1
         )
         hooks = RecordingHooks(before=BeforeCompactAnswer(compaction=supplied))
@@ -523,7 +523,7 @@ async def test_a_hook_can_still_cancel_a_reviewed_summary(tmp_path: Path):
     with long_session(tmp_path) as store:
         leaf = store.leaf_id
         hooks = RecordingHooks(before=BeforeCompactAnswer(cancel=True))
-        with pytest.raises(CancelledError, match="^Compaction cancelled$"):
+        with pytest.raises(OperationCancelledError, match="^Compaction cancelled$"):
             await compactor(store, settings, hooks).run(
                 summary_context(settings, mode="manual"), supplied_summary="Reviewed."
             )

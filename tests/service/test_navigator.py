@@ -10,10 +10,11 @@ import pytest
 from sessiond.core.entries import BranchSummaryEntry, LabelEntry
 from sessiond.errors import InvalidParamsError, NotFoundError, SummarizerError
 from sessiond.service.forking import fork_at_user_message, user_messages_for_forking
-from sessiond.service.hooks import BeforeTreeAnswer, NoHooks, SuppliedBranchSummary
+from sessiond.service.hooks import BeforeTreeAnswer, NoHooks
 from sessiond.service.navigator import NO_CONTENT, navigate_tree
-from sessiond.service.summarizers import summary_context
+from sessiond.service.summarizer_setup import summary_context
 from sessiond.store.session import SessionStore
+from sessiond.wire.compaction import SuppliedBranchSummary
 
 from ..fake_provider import Answer, FakeProvider
 from ..store.helpers import assistant, tool_call, tool_result, user
@@ -293,7 +294,9 @@ async def test_hook_cancels_navigation(tmp_path: Path):
 
 
 async def test_hook_supplies_the_summary(tmp_path: Path):
-    hooks = TreeHooks(BeforeTreeAnswer(summary=SuppliedBranchSummary("FROM THE HOOK", {"k": 1})))
+    hooks = TreeHooks(
+        BeforeTreeAnswer(summary=SuppliedBranchSummary(summary="FROM THE HOOK", details={"k": 1}))
+    )
     with SessionStore.create("/p", session_dir=tmp_path) as store:
         ids = six(store)
         old = store.leaf_id
@@ -308,7 +311,7 @@ async def test_hook_supplies_the_summary(tmp_path: Path):
 
 
 async def test_hook_summary_ignored_without_summarize(tmp_path: Path):
-    hooks = TreeHooks(BeforeTreeAnswer(summary=SuppliedBranchSummary("unused")))
+    hooks = TreeHooks(BeforeTreeAnswer(summary=SuppliedBranchSummary(summary="unused")))
     with SessionStore.create("/p", session_dir=tmp_path) as store:
         ids = six(store)
         result = await navigate(store, ids["a1"], hooks=hooks)

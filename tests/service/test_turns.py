@@ -9,7 +9,7 @@ from pathlib import Path
 from sessiond.core.context import ModelRef
 from sessiond.service.compactor import Compactor
 from sessiond.service.runs import run_compaction
-from sessiond.service.summarizers import summary_context
+from sessiond.service.summarizer_setup import summary_context
 from sessiond.service.turns import OVERFLOW_ONE_SHOT_MESSAGE, OverflowGuard, end_of_turn
 from sessiond.store.session import SessionStore
 

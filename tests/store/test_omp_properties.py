@@ -14,7 +14,7 @@ from sessiond.core.entries import CompactionEntry
 from sessiond.core.omp_context import omp_context_from_path
 from sessiond.core.tokens import estimate_projected_context_tokens
 from sessiond.store.session import SessionStore
-from sessiond.tokenizer import estimator
+from sessiond.tiktoken_offline import estimator
 
 from .helpers import assistant, omp_file, user
 

@@ -153,7 +153,7 @@ def test_closing_right_after_an_append_still_leaves_a_trusted_index(tmp_path: Pa
 
 
 def _chars_estimator() -> Any:
-    from sessiond.tokenizer import estimator
+    from sessiond.tiktoken_offline import estimator
 
     return estimator("chars")
 

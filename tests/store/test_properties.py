@@ -10,10 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessiond.core.context import build_session_context
-from sessiond.core.path_view import EntryPath
+from sessiond.core.path_reader import EntryPath
 from sessiond.core.projected_path import ProjectedPath
 from sessiond.store.session import SessionStore
-from sessiond.tokenizer import estimator
+from sessiond.tiktoken_offline import estimator
 
 from .helpers import assistant, tool_result, user
 

@@ -111,7 +111,7 @@ class BeforeCompactHookParams(_Wire, kw_only=True):
 
 class BeforeCompactHookResult(_Wire, kw_only=True):
     cancel: bool = False
-    compaction: SuppliedCompactionWire | None = None
+    compaction: CompactionResult | None = None
 
 
 class BeforeTreeHookParams(_Wire, kw_only=True):
@@ -128,7 +128,7 @@ class BeforeTreeHookParams(_Wire, kw_only=True):
 
 class BeforeTreeHookResult(_Wire, kw_only=True):
     cancel: bool = False
-    summary: SuppliedBranchSummaryWire | None = None
+    summary: SuppliedBranchSummary | None = None
     custom_instructions: str | None = None
     replace_instructions: bool | None = None
     label: str | None = None
@@ -283,7 +283,9 @@ class CompactionPreparationWire(_Wire, kw_only=True):
 
 
 class CompactionResult(_Wire, kw_only=True):
-    """pi's ``CompactionResult``: what was (or would be) written as the entry."""
+    """pi's ``CompactionResult``: what was (or would be) written as the entry. A
+    ``session_before_compact`` hook may answer with one, used as it is (as pi does).
+    """
     summary: str
     first_kept_entry_id: str
     tokens_before: int
@@ -887,18 +889,10 @@ class SettingsResult(_Wire, kw_only=True):
     warnings: list[str] = msgspec.field(default_factory=list)
 
 
-class SuppliedBranchSummaryWire(_Wire, kw_only=True):
+class SuppliedBranchSummary(_Wire, kw_only=True):
+    """A branch summary a ``session_before_tree`` hook wrote instead of the summarizer."""
     summary: str
     details: Any = None
-
-
-class SuppliedCompactionWire(_Wire, kw_only=True):
-    summary: str
-    first_kept_entry_id: str
-    tokens_before: int
-    details: Any = None
-    short_summary: str | None = None
-    preserve_data: dict[str, Any] | None = None
 
 
 class SystemMessage(_Wire, kw_only=True, tag_field='role', tag='system'):

@@ -30,6 +30,7 @@ from .errors import (
     error_from_response,
 )
 from .framing import DEFAULT_MAX_FRAME_BYTES, encode_frame, read_frame
+from .protocol import CancelParams
 
 log = logging.getLogger("sessiond_client")
 
@@ -83,13 +84,9 @@ class _ErrorAnswer(msgspec.Struct, kw_only=True):
     error: _ErrorObject
 
 
-class _CancelParams(msgspec.Struct):
-    id: RequestId
-
-
 _encoder = msgspec.json.Encoder()
 _incoming_decoder = msgspec.json.Decoder(_Incoming)
-_cancel_decoder = msgspec.json.Decoder(_CancelParams)
+_cancel_decoder = msgspec.json.Decoder(CancelParams)
 _decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
 
 
@@ -170,7 +167,7 @@ class RpcConnection:
             raw = await future
         except asyncio.CancelledError:
             if self._pending.pop(request_id, None) is not None and self.is_open:
-                self.notify(CANCEL_REQUEST, _CancelParams(request_id))
+                self.notify(CANCEL_REQUEST, CancelParams(id=request_id))
             raise
         except ConnectionError as exc:
             raise self._failure or ConnectionClosedError(f"{method}: {exc}") from exc
@@ -301,7 +298,7 @@ class RpcConnection:
         """
         pending, self._pending = self._pending, {}
         for request_id, future in pending.items():
-            self.notify(CANCEL_REQUEST, _CancelParams(request_id))
+            self.notify(CANCEL_REQUEST, CancelParams(id=request_id))
             if not future.done():
                 future.set_exception(ConnectionClosedError("the client is closing"))
 

@@ -78,8 +78,7 @@ from .protocol import (
     SessionSummary,
     SetNameParams,
     SettingsResult,
-    SuppliedBranchSummaryWire,
-    SuppliedCompactionWire,
+    SuppliedBranchSummary,
     TreeHookParams,
     TreeNode,
     TreeParams,
@@ -100,8 +99,6 @@ Entry: TypeAlias = dict[str, Any]
 ContextFormat: TypeAlias = Literal["agent", "llm"]
 # One line of session/list.
 SessionListing: TypeAlias = SessionSummary
-# The params of llm/complete (the name earlier versions of this client used).
-CompletionRequest: TypeAlias = LlmCompleteParams
 # The "no entry yet" of AppendParams.expected_leaf_id.
 NO_LEAF = ""
 
@@ -132,7 +129,6 @@ __all__ = [
     "CompactionResult",
     "CompactionStartedNotification",
     "CompactionSummaryInfo",
-    "CompletionRequest",
     "ContextFormat",
     "ContextUsageParams",
     "EntriesParams",
@@ -175,8 +171,7 @@ __all__ = [
     "SessionRef",
     "SetNameParams",
     "SettingsResult",
-    "SuppliedBranchSummaryWire",
-    "SuppliedCompactionWire",
+    "SuppliedBranchSummary",
     "TreeHookParams",
     "TreeNode",
     "TreeParams",

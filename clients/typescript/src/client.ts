@@ -25,6 +25,7 @@ import {
   type CompactionEndedNotification,
   type CompactionStartedNotification,
   type InitializeResult,
+  type LlmCompleteParams,
   type LlmCompleteResult,
   type LogMessageParams,
   type MethodName,
@@ -37,7 +38,7 @@ import {
 } from "./generated/protocol.js";
 import { HOOKS, type HookName } from "./hooks.js";
 import { connectLink, spawnLink, type ConnectOptions, type Link, type SpawnOptions } from "./transport.js";
-import type { CompletionRequest, ProgressToken, WorkDoneProgress } from "./types.js";
+import type { ProgressToken, WorkDoneProgress } from "./types.js";
 import { SessionMethods, type CallOptions, type MethodParams, type MethodResult } from "./methods.js";
 
 export interface InitializeOptions {
@@ -76,7 +77,7 @@ export type HookHandler<P, R> = (
   token: CancellationToken,
 ) => R | undefined | void | Promise<R | undefined | void>;
 export type LlmCompleteHandler = (
-  params: CompletionRequest,
+  params: LlmCompleteParams,
   token: CancellationToken,
 ) => string | LlmCompleteResult | Promise<string | LlmCompleteResult>;
 
@@ -352,7 +353,7 @@ export class SessiondClient extends SessionMethods implements Disposable {
         return (handler ? await handler(params as never, token) : undefined) ?? {};
       });
     }
-    connection.onRequest("llm/complete", async (params: CompletionRequest, token: CancellationToken) => {
+    connection.onRequest("llm/complete", async (params: LlmCompleteParams, token: CancellationToken) => {
       const handler = this.llmHandler;
       if (!handler) throw new ResponseError(ErrorCode.MethodNotFound, "this client has no llm/complete handler");
       const answer = await handler(params, token);

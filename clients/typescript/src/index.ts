@@ -1,18 +1,7 @@
 export { SessiondClient } from "./client.js";
 export type { ClientOptions, CloseEvent, HookHandler, InitializeOptions, LlmCompleteHandler } from "./client.js";
 export { SessionMethods, METHOD_WRAPPERS } from "./methods.js";
-export type {
-  AppendInput,
-  BuildContextOutput,
-  CallOptions,
-  EntriesOutput,
-  EntryOutput,
-  MethodParams,
-  MethodResult,
-  NavigateOutput,
-  PathOutput,
-  RunCompactionOutput,
-} from "./methods.js";
+export type { CallOptions, MethodParams, MethodResult } from "./methods.js";
 export { ErrorCode, SessiondError, isSessiondError } from "./errors.js";
 export type { ErrorKind } from "./errors.js";
 export { HOOKS } from "./hooks.js";

@@ -28,16 +28,6 @@ export interface CallOptions {
   onProgress?: (value: WorkDoneProgress) => void;
 }
 
-// The schema types entries and messages, so these are the generated types; the names stay
-// for code written against earlier versions of this client.
-export type AppendInput = AppendParams;
-export type EntriesOutput = EntriesResult;
-export type EntryOutput = EntryResult;
-export type PathOutput = PathResult;
-export type BuildContextOutput = BuildContextResult;
-export type RunCompactionOutput = RunCompactionResult;
-export type NavigateOutput = NavigateResult;
-
 type P<M extends MethodName> = MethodParams<M>;
 type R<M extends MethodName> = Promise<MethodResult<M>>;
 
@@ -66,19 +56,19 @@ export abstract class SessionMethods {
     return this.request("session/close", params, options);
   }
   /** `session/append`: entries under the leaf, in order; `expectedLeafId` guards against races. */
-  append(params: AppendInput, options?: CallOptions): Promise<AppendResult> {
+  append(params: AppendParams, options?: CallOptions): Promise<AppendResult> {
     return this.request("session/append", params, options);
   }
   /** `session/entries`: a page of entries in file order, or the entries with `ids`. */
-  entries(params: EntriesParams, options?: CallOptions): Promise<EntriesOutput> {
+  entries(params: EntriesParams, options?: CallOptions): Promise<EntriesResult> {
     return this.request("session/entries", params, options);
   }
   /** `session/entry`: one entry by id. */
-  entry(params: P<"session/entry">, options?: CallOptions): Promise<EntryOutput> {
+  entry(params: P<"session/entry">, options?: CallOptions): Promise<EntryResult> {
     return this.request("session/entry", params, options);
   }
   /** `session/path`: the entries from the root to the leaf (or to `fromId`). */
-  path(params: P<"session/path">, options?: CallOptions): Promise<PathOutput> {
+  path(params: P<"session/path">, options?: CallOptions): Promise<PathResult> {
     return this.request("session/path", params, options);
   }
   /** `session/tree`: every node with its children, labels and whether it is on the active path. */
@@ -102,7 +92,7 @@ export abstract class SessionMethods {
     return this.request("session/userMessages", params, options);
   }
   /** `context/build`: the messages to send to the model at the leaf (`format: "llm"` converts them). */
-  buildContext(params: BuildContextParams, options?: CallOptions): Promise<BuildContextOutput> {
+  buildContext(params: BuildContextParams, options?: CallOptions): Promise<BuildContextResult> {
     return this.request("context/build", params, options);
   }
   /** `context/usage`: how full the context is, and whether it should be compacted. */
@@ -118,7 +108,7 @@ export abstract class SessionMethods {
     return this.request("compaction/prepare", params, options);
   }
   /** `compaction/run`: compact now (`summary` commits a reviewed one); reports `$/progress`. */
-  runCompaction(params: P<"compaction/run">, options?: CallOptions): Promise<RunCompactionOutput> {
+  runCompaction(params: P<"compaction/run">, options?: CallOptions): Promise<RunCompactionResult> {
     return this.request("compaction/run", params, options);
   }
   /** `compaction/abort`: stop a running compaction of the session. */
@@ -126,7 +116,7 @@ export abstract class SessionMethods {
     return this.request("compaction/abort", params, options);
   }
   /** `tree/navigate`: move the leaf, optionally summarizing the branch left behind. */
-  navigateTree(params: P<"tree/navigate">, options?: CallOptions): Promise<NavigateOutput> {
+  navigateTree(params: P<"tree/navigate">, options?: CallOptions): Promise<NavigateResult> {
     return this.request("tree/navigate", params, options);
   }
   /** `tree/abort`: stop a running branch summary. */

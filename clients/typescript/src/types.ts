@@ -1,11 +1,8 @@
 // Types the schema does not name: the progress token and LSP's message types. Entries, messages and every payload are generated from
 // protocol/schema.json (./generated/protocol.ts).
-import type { LlmCompleteParams, ProgressParams, WorkDoneProgress } from "./generated/protocol.js";
+import type { ProgressParams, WorkDoneProgress } from "./generated/protocol.js";
 
 export type { WorkDoneProgress };
-
-/** The params of `llm/complete` (the name earlier versions of this client used). */
-export type CompletionRequest = LlmCompleteParams;
 
 export type ProgressToken = ProgressParams["token"];
 

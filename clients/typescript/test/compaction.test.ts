@@ -9,7 +9,7 @@ import {
   type CancellationToken,
   type CompactHookParams,
   type CompactingHookResult,
-  type CompletionRequest,
+  type LlmCompleteParams,
   type WorkDoneProgress,
 } from "@sessiond/client";
 import { SMALL_CONTEXT_WINDOW, turn, waitFor } from "@sessiond/client/testing";
@@ -19,13 +19,13 @@ import { delay, record, suiteDaemon } from "./helpers";
 interface Behaviour {
   beforeCompact?: (params: BeforeCompactHookParams) => BeforeCompactHookResult | undefined;
   compacting?: CompactingHookResult;
-  llm?: (params: CompletionRequest, token: CancellationToken) => Promise<string>;
+  llm?: (params: LlmCompleteParams, token: CancellationToken) => Promise<string>;
 }
 
 describe("compaction", () => {
   let behaviour: Behaviour = {};
   const compacted: CompactHookParams[] = [];
-  const llmRequests: CompletionRequest[] = [];
+  const llmRequests: LlmCompleteParams[] = [];
   const daemon = suiteDaemon({}, (c) => {
     c.onBeforeCompact((params) => behaviour.beforeCompact?.(params));
     c.onCompacting(() => behaviour.compacting);

@@ -116,7 +116,3 @@ def _run(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace)
 
 def plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
-
-
-def json_default(value: Any) -> Any:
-    raise TypeError(f"cannot encode {type(value).__name__}")

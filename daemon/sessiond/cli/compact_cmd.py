@@ -55,7 +55,7 @@ def preparation_json(preparation: CompactionPreparation) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from sessiond.service.compactor import Compactor, raise_not_compactable
-    from sessiond.tokenizer import estimator
+    from sessiond.tiktoken_offline import estimator
 
     settings = effective_settings(args)
     with SessionStore.open(args.file, readonly=args.dry_run, storage=settings.storage) as store:
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
 
 async def _compact(compactor: Any, settings: Any, instructions: str | None) -> Any:
     from sessiond.llm.base import Progress
-    from sessiond.service.summarizers import summary_context
+    from sessiond.service.summarizer_setup import summary_context
 
     interactive = sys.stderr.isatty()
 

@@ -8,9 +8,9 @@ from collections import Counter
 import msgspec
 
 from sessiond.core.tokens import resolve_threshold_tokens, should_compact
-from sessiond.store.recovery import RecoveryReport
 from sessiond.store.session import SessionStore
-from sessiond.tokenizer import estimator
+from sessiond.tiktoken_offline import estimator
+from sessiond.wire.recovery import RecoveryReport
 
 from .common import add_settings_arguments, effective_settings, plural
 

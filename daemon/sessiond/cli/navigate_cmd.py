@@ -73,8 +73,8 @@ def run_plan(args: argparse.Namespace) -> int:
 
 def run_navigate(args: argparse.Namespace) -> int:
     from sessiond.service.navigator import navigate_tree
-    from sessiond.service.summarizers import summary_context
-    from sessiond.tokenizer import estimator
+    from sessiond.service.summarizer_setup import summary_context
+    from sessiond.tiktoken_offline import estimator
 
     settings = effective_settings(args)
     writes = args.summarize or args.label

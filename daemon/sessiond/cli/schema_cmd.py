@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sessiond.rpc.schema import schema_json
+    from sessiond.api.schema import schema_json
 
     data = schema_json()
     if args.check is not None:

@@ -25,8 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from sessiond.api.app import serve
     from sessiond.jsonrpc import TransportError
-    from sessiond.rpc.app import serve
 
     try:
         return serve(args)

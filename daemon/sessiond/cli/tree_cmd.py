@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     with SessionStore.open(args.file, readonly=True) as store:
         if args.json:
-            from sessiond.rpc.tree_view import tree_result
+            from sessiond.api.tree_view import tree_result
 
             write_json(msgspec.json.encode(tree_result(store, previews=False)))
             return 0

@@ -67,11 +67,11 @@ class SessionContext(msgspec.Struct, rename="camel"):
     kept_blocks: dict[int, tuple[int, ...]] = msgspec.field(default_factory=dict)
 
 
-class _Unset:
+class Unset:
     __slots__ = ()
 
 
-UNSET: Final = _Unset()
+UNSET: Final = Unset()
 DEFAULT_THINKING_LEVEL: Final = "off"
 
 
@@ -109,7 +109,7 @@ def path_to(leaf: LinkedT, by_id: Mapping[str, LinkedT]) -> list[LinkedT]:
 
 def build_session_context(
     entries: Sequence[Entry],
-    leaf_id: str | _Unset | None = UNSET,
+    leaf_id: str | Unset | None = UNSET,
     by_id: Mapping[str, Entry] | None = None,
 ) -> SessionContext:
     """pi's ``buildSessionContext(entries, leafId?, byId?)``.

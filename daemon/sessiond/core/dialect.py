@@ -27,7 +27,7 @@ from .entries import ENTRY_TYPES, OMP_ONLY_TYPES, PI_ONLY_TYPES, Entry
 from .messages import AnyMessage, AssistantMessage
 from .omp_context import omp_context_from_path
 from .omp_convert import omp_convert_to_llm_tracked
-from .path_view import PathView, SlicedPath
+from .path_reader import PathReader, SlicedPath
 
 DialectName: TypeAlias = Literal["pi", "oh-my-pi"]
 
@@ -79,7 +79,7 @@ class Dialect:
             )
         ]
 
-    def compaction_path(self, path: PathView) -> PathView:
+    def compaction_path(self, path: PathReader) -> PathReader:
         """The part of ``path`` a compaction looks at (pi: all of it)."""
         return path
 
@@ -144,7 +144,7 @@ class OmpDialect(Dialect):
         interrupted-thinking note follows it), and that one it sends."""
         return self.convert_to_llm_tracked(messages)
 
-    def compaction_path(self, path: PathView) -> PathView:
+    def compaction_path(self, path: PathReader) -> PathReader:
         """After the latest ``/clear``: what came before it is no longer the conversation
         (a compaction before it is superseded by it, one after it is kept in view)."""
         for index in range(len(path) - 1, -1, -1):

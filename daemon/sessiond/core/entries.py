@@ -13,11 +13,11 @@ from typing import Any, TypeAlias
 import msgspec
 
 from .messages import (
-    _STRUCT_OPTIONS,
+    STRUCT_OPTIONS,
     AgentMessage,
     ContentBlock,
     SystemMessage,
-    Usage,
+    TokenUsage,
     UserContentBlock,
 )
 
@@ -25,7 +25,7 @@ CURRENT_SESSION_VERSION = 3
 
 
 class SessionHeader(
-    msgspec.Struct, tag_field="type", tag="session", kw_only=True, **_STRUCT_OPTIONS
+    msgspec.Struct, tag_field="type", tag="session", kw_only=True, **STRUCT_OPTIONS
 ):
     version: int | None = None
     id: str
@@ -83,7 +83,7 @@ class CompactionEntry(_EntryBase, tag_field="type", tag="compaction", kw_only=Tr
     preserve_data: dict[str, Any] | None = None
     # pi 1.6: what summarizing cost, and the replayed system prompt and tools at the
     # boundary (the compacted context starts with it).
-    usage: Usage | None = None
+    usage: TokenUsage | None = None
     system_message: SystemMessage | None = None
     # oh-my-pi: the estimated context after the rewrite, how the summary was made
     # ("remote", "snapcompact", "handoff", "soft", "shake"), the last entry a
@@ -110,7 +110,7 @@ class BranchSummaryEntry(_EntryBase, tag_field="type", tag="branch_summary", kw_
     details: Any = None
     from_hook: bool | None = None
     from_extension: bool | None = None
-    usage: Usage | None = None
+    usage: TokenUsage | None = None
 
     @property
     def made_by_extension(self) -> bool:
@@ -140,7 +140,7 @@ class SessionInfoEntry(_EntryBase, tag_field="type", tag="session_info", kw_only
     name: str | None = None
 
 
-class ContextReplacement(msgspec.Struct, kw_only=True, **_STRUCT_OPTIONS):
+class ContextReplacement(msgspec.Struct, kw_only=True, **STRUCT_OPTIONS):
     content: str | list[ContentBlock]
 
 
@@ -161,7 +161,7 @@ class UsageEntry(_EntryBase, tag_field="type", tag="usage", kw_only=True):
     kind: str
     provider: str
     model: str
-    usage: Usage
+    usage: TokenUsage
     note: str | None = None
 
 
@@ -211,7 +211,7 @@ class ModelUsageEntry(_EntryBase, tag_field="type", tag="model_usage", kw_only=T
     api: str
     provider: str
     model: str
-    usage: Usage
+    usage: TokenUsage
     stop_reason: str
     role: str | None = None
     error_message: str | None = None
@@ -248,7 +248,7 @@ KnownEntry: TypeAlias = (
 )
 
 
-class UnknownEntry(msgspec.Struct, kw_only=True, **_STRUCT_OPTIONS):
+class UnknownEntry(msgspec.Struct, kw_only=True, **STRUCT_OPTIONS):
     """An entry of a type sessiond does not know, or one it could not read as its type.
 
     It keeps its place in the tree (id, parentId) and contributes nothing to

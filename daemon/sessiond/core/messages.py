@@ -25,18 +25,18 @@ import msgspec
 # every collection walk them all).
 # (kw_only is spelled out on each class: msgspec does not inherit it, and mypy
 # only sees it as a literal keyword.)
-_STRUCT_OPTIONS: dict[str, Any] = {"rename": "camel", "omit_defaults": True, "gc": False}
+STRUCT_OPTIONS: dict[str, Any] = {"rename": "camel", "omit_defaults": True, "gc": False}
 
 Number: TypeAlias = int | float
 
 
-class TextContent(msgspec.Struct, tag_field="type", tag="text", kw_only=True, **_STRUCT_OPTIONS):
+class TextContent(msgspec.Struct, tag_field="type", tag="text", kw_only=True, **STRUCT_OPTIONS):
     text: str
     text_signature: str | None = None
 
 
 class ThinkingContent(
-    msgspec.Struct, tag_field="type", tag="thinking", kw_only=True, **_STRUCT_OPTIONS
+    msgspec.Struct, tag_field="type", tag="thinking", kw_only=True, **STRUCT_OPTIONS
 ):
     thinking: str
     thinking_signature: str | None = None
@@ -45,17 +45,17 @@ class ThinkingContent(
 
 
 class RedactedThinkingContent(
-    msgspec.Struct, tag_field="type", tag="redactedThinking", kw_only=True, **_STRUCT_OPTIONS
+    msgspec.Struct, tag_field="type", tag="redactedThinking", kw_only=True, **STRUCT_OPTIONS
 ):
     data: str
 
 
-class ImageContent(msgspec.Struct, tag_field="type", tag="image", kw_only=True, **_STRUCT_OPTIONS):
+class ImageContent(msgspec.Struct, tag_field="type", tag="image", kw_only=True, **STRUCT_OPTIONS):
     data: str
     mime_type: str
 
 
-class ToolCall(msgspec.Struct, tag_field="type", tag="toolCall", kw_only=True, **_STRUCT_OPTIONS):
+class ToolCall(msgspec.Struct, tag_field="type", tag="toolCall", kw_only=True, **STRUCT_OPTIONS):
     id: str
     name: str
     arguments: dict[str, Any] = msgspec.field(default_factory=dict)
@@ -73,7 +73,7 @@ ContentBlock: TypeAlias = (
 )
 
 
-class Cost(msgspec.Struct, kw_only=True, **_STRUCT_OPTIONS):
+class Cost(msgspec.Struct, kw_only=True, **STRUCT_OPTIONS):
     input: Number = 0
     output: Number = 0
     cache_read: Number = 0
@@ -81,7 +81,7 @@ class Cost(msgspec.Struct, kw_only=True, **_STRUCT_OPTIONS):
     total: Number = 0
 
 
-class Usage(msgspec.Struct, kw_only=True, **_STRUCT_OPTIONS):
+class TokenUsage(msgspec.Struct, kw_only=True, **STRUCT_OPTIONS):
     """Token usage of one provider call. ``input`` counts non-cached input only."""
 
     input: int
@@ -99,7 +99,7 @@ class Usage(msgspec.Struct, kw_only=True, **_STRUCT_OPTIONS):
 StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted"]
 
 
-class UserMessage(msgspec.Struct, tag_field="role", tag="user", kw_only=True, **_STRUCT_OPTIONS):
+class UserMessage(msgspec.Struct, tag_field="role", tag="user", kw_only=True, **STRUCT_OPTIONS):
     content: str | list[UserContentBlock]
     timestamp: Number | None = None
     synthetic: bool | None = None
@@ -108,7 +108,7 @@ class UserMessage(msgspec.Struct, tag_field="role", tag="user", kw_only=True, **
 
 
 class DeveloperMessage(
-    msgspec.Struct, tag_field="role", tag="developer", kw_only=True, **_STRUCT_OPTIONS
+    msgspec.Struct, tag_field="role", tag="developer", kw_only=True, **STRUCT_OPTIONS
 ):
     content: str | list[UserContentBlock]
     timestamp: Number | None = None
@@ -117,13 +117,13 @@ class DeveloperMessage(
 
 
 class AssistantMessage(
-    msgspec.Struct, tag_field="role", tag="assistant", kw_only=True, **_STRUCT_OPTIONS
+    msgspec.Struct, tag_field="role", tag="assistant", kw_only=True, **STRUCT_OPTIONS
 ):
     content: list[AssistantContentBlock]
     api: str | None = None
     provider: str
     model: str
-    usage: Usage
+    usage: TokenUsage
     stop_reason: str
     error_message: str | None = None
     timestamp: Number | None = None
@@ -139,7 +139,7 @@ class AssistantMessage(
 
 
 class ToolResultMessage(
-    msgspec.Struct, tag_field="role", tag="toolResult", kw_only=True, **_STRUCT_OPTIONS
+    msgspec.Struct, tag_field="role", tag="toolResult", kw_only=True, **STRUCT_OPTIONS
 ):
     tool_call_id: str
     tool_name: str
@@ -201,9 +201,7 @@ NestedToolCalls = Annotated[
 ]
 
 
-class SystemMessage(
-    msgspec.Struct, tag_field="role", tag="system", kw_only=True, **_STRUCT_OPTIONS
-):
+class SystemMessage(msgspec.Struct, tag_field="role", tag="system", kw_only=True, **STRUCT_OPTIONS):
     """pi 1.6's prompt state in the transcript: the leading one is the system prompt,
     later ones add ``content``, replace ``sections`` by name (``null`` removes one) and
     add or remove tools. Replaying them in order gives the current prompt and tools."""
@@ -216,7 +214,7 @@ class SystemMessage(
 
 
 class BashExecutionMessage(
-    msgspec.Struct, tag_field="role", tag="bashExecution", kw_only=True, **_STRUCT_OPTIONS
+    msgspec.Struct, tag_field="role", tag="bashExecution", kw_only=True, **STRUCT_OPTIONS
 ):
     command: str
     output: str
@@ -230,7 +228,7 @@ class BashExecutionMessage(
 
 
 class PythonExecutionMessage(
-    msgspec.Struct, tag_field="role", tag="pythonExecution", kw_only=True, **_STRUCT_OPTIONS
+    msgspec.Struct, tag_field="role", tag="pythonExecution", kw_only=True, **STRUCT_OPTIONS
 ):
     code: str
     output: str
@@ -242,9 +240,7 @@ class PythonExecutionMessage(
     timestamp: Number | None = None
 
 
-class CustomMessage(
-    msgspec.Struct, tag_field="role", tag="custom", kw_only=True, **_STRUCT_OPTIONS
-):
+class CustomMessage(msgspec.Struct, tag_field="role", tag="custom", kw_only=True, **STRUCT_OPTIONS):
     custom_type: str
     content: str | list[UserContentBlock]
     display: bool
@@ -254,7 +250,7 @@ class CustomMessage(
 
 
 class HookMessage(
-    msgspec.Struct, tag_field="role", tag="hookMessage", kw_only=True, **_STRUCT_OPTIONS
+    msgspec.Struct, tag_field="role", tag="hookMessage", kw_only=True, **STRUCT_OPTIONS
 ):
     """The pre-v3 name of ``custom``; the v3 migration renames it."""
 
@@ -267,7 +263,7 @@ class HookMessage(
 
 
 class BranchSummaryMessage(
-    msgspec.Struct, tag_field="role", tag="branchSummary", kw_only=True, **_STRUCT_OPTIONS
+    msgspec.Struct, tag_field="role", tag="branchSummary", kw_only=True, **STRUCT_OPTIONS
 ):
     summary: str
     from_id: str
@@ -275,7 +271,7 @@ class BranchSummaryMessage(
 
 
 class CompactionSummaryMessage(
-    msgspec.Struct, tag_field="role", tag="compactionSummary", kw_only=True, **_STRUCT_OPTIONS
+    msgspec.Struct, tag_field="role", tag="compactionSummary", kw_only=True, **STRUCT_OPTIONS
 ):
     summary: str
     tokens_before: int
@@ -289,7 +285,7 @@ class CompactionSummaryMessage(
     history_rewrite_at: Number | None = None
 
 
-class MentionedFile(msgspec.Struct, kw_only=True, **_STRUCT_OPTIONS):
+class MentionedFile(msgspec.Struct, kw_only=True, **STRUCT_OPTIONS):
     path: str
     content: str | None = None
     line_count: int | None = None
@@ -299,7 +295,7 @@ class MentionedFile(msgspec.Struct, kw_only=True, **_STRUCT_OPTIONS):
 
 
 class FileMentionMessage(
-    msgspec.Struct, tag_field="role", tag="fileMention", kw_only=True, **_STRUCT_OPTIONS
+    msgspec.Struct, tag_field="role", tag="fileMention", kw_only=True, **STRUCT_OPTIONS
 ):
     files: list[MentionedFile]
     timestamp: Number | None = None

@@ -1,34 +1,14 @@
 """oh-my-pi 18's buildSessionContext: what its model sees at a leaf of one of its files.
 
-The walk is pi's (the path from the root to the leaf; the latest compaction's summary,
-the entries it kept, everything after it), with oh-my-pi's rules on top:
-
-- a ``reset_boundary`` (``/clear``) after the latest compaction starts the context
-  right after it, that compaction and its kept entries included; one before the
-  latest compaction is superseded by it;
-- the summary message carries ``shortSummary``, ``tokensAfter``, ``method``,
-  ``warning`` and, for a provider-native compaction in ``preserveData``, its replay
-  payload (``openaiRemoteCompaction``: the kept entries are in the payload and not
-  emitted, those after ``providerReplayThroughEntryId`` are; ``anthropicCompaction``:
-  ``historyRewriteAt`` just before the first retained entry). A notes-backed rollover
-  (``details.kind`` "experimental-context-rollover") re-emits the latest user request
-  before the kept entries;
-- failed answers that a retry superseded (``retryRecovery``), error answers with no
-  content, and custom messages of the prewalk-plan and vibe-mode types give nothing;
-- the latest valid ``experimental_context_notes`` custom entry (none past a reset) is
-  rendered and put first;
-- a tool call with no result among the messages is removed from its answer (whose
-  thinking signatures go, with its redacted thinking); an answer left empty goes;
-- an aborted or error answer goes with its tool results, unless an
-  interrupted-thinking custom message follows it.
-
-The thinking level and the model are ``core.omp_settings``'s. The rules are planned
-over an ``OmpPath`` (types, ids and a ``Turn`` per entry, no message bodies), in two
-steps: ``select`` picks the entries that give messages (the store extends a selection
-as entries are appended, and selects again only after a compaction, a ``/clear`` or a
-move of the leaf), ``finish`` applies the rules that look at the whole context. The
-messages come from ``core.omp_messages``. ``omp_context_from_path`` is the reference
-over typed entries.
+pi's walk with oh-my-pi's rules on top (``/clear`` boundaries, the summary message's
+fields, failed turns dropped, context notes first, unanswered tool calls stripped):
+protocol/behaviour.md, "oh-my-pi's files". The thinking level and the model are
+``core.omp_settings``'s. The rules are planned over an ``OmpPath`` (types, ids and a
+``Turn`` per entry, no message bodies), in two steps: ``select`` picks the entries that
+give messages (the store extends a selection as entries are appended, and selects again
+only after a compaction, a ``/clear`` or a move of the leaf), ``finish`` applies the
+rules that look at the whole context. The messages come from ``core.omp_messages``.
+``omp_context_from_path`` is the reference over typed entries.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from sessiond.settings import CompactionSettings
 from .cutpoints import find_cut_point
 from .fileops import FileOps
 from .messages import AnyMessage, SystemMessage
-from .path_view import PathView
+from .path_reader import PathReader
 from .projected_path import ProjectedPath
 from .tokens import Estimator, assistant_usage, calculate_prompt_tokens
 
@@ -56,7 +56,7 @@ class NotCompactable:
 
 
 def prepare_compaction(
-    path: PathView,
+    path: PathReader,
     settings: CompactionSettings,
     *,
     tokens_before: int | None = None,

@@ -3,7 +3,7 @@
 pi 1.6 chooses cut points and collects what to summarize on the projected context
 (``core.projection``): the latest compaction first, the entries it kept (system
 messages left out), then everything after it, each entry under its latest
-``context_edit``. ``ProjectedPath`` presents that list over a ``PathView`` without
+``context_edit``. ``ProjectedPath`` presents that list over a ``PathReader`` without
 decoding the bodies it does not need: roles come from the index, estimates from
 its caches, and only compactions, edits, branch summaries and edited entries are
 decoded.
@@ -15,7 +15,7 @@ from functools import cached_property
 
 from .entries import BranchSummaryEntry, CompactionEntry, ContextEditEntry, Entry
 from .messages import AnyMessage, SystemMessage, message_role
-from .path_view import PathView
+from .path_reader import PathReader
 from .projection import project_entry
 from .system_state import current_system_message
 from .tokens import ContextEstimate, Estimator, estimate_projected_context_tokens
@@ -24,7 +24,7 @@ from .tokens import ContextEstimate, Estimator, estimate_projected_context_token
 class ProjectedPath:
     """Index ``k`` is the k-th entry of the projection; ``position(k)`` its place on the path."""
 
-    def __init__(self, path: PathView, estimator: Estimator) -> None:
+    def __init__(self, path: PathReader, estimator: Estimator) -> None:
         self.path = path
         self.estimator = estimator
         size = len(path)

@@ -34,10 +34,10 @@ from .messages import (
     SystemMessage,
     TextContent,
     ThinkingContent,
+    TokenUsage,
     ToolCall,
     ToolResultMessage,
     UnknownMessage,
-    Usage,
     UserContentBlock,
     UserMessage,
 )
@@ -142,18 +142,18 @@ def _all_fragments(message: AnyMessage) -> tuple[list[str], int]:
     return _pi_fragments(message)
 
 
-def calculate_context_tokens(usage: Usage) -> int:
+def calculate_context_tokens(usage: TokenUsage) -> int:
     """``totalTokens``, or the sum of its parts when a provider left it at zero."""
     return usage.total_tokens or (usage.input + usage.output + usage.cache_read + usage.cache_write)
 
 
-def calculate_prompt_tokens(usage: Usage) -> int:
+def calculate_prompt_tokens(usage: TokenUsage) -> int:
     """The prompt side of a call: input plus cache reads and writes."""
     prompt = usage.input + usage.cache_read + usage.cache_write
     return prompt if prompt > 0 else calculate_context_tokens(usage)
 
 
-def assistant_usage(message: AnyMessage) -> Usage | None:
+def assistant_usage(message: AnyMessage) -> TokenUsage | None:
     """The usage of an assistant message that completed (not aborted, not an error) and
     measured something: pi 1.6 ignores all-zero usage."""
     if not isinstance(message, AssistantMessage):

@@ -3,7 +3,7 @@ tries the configured candidates with pi's retries.
 
 Typical use, from compaction::
 
-    chain = SummarizerChain.from_settings(settings, client=delegate_or_none)
+    chain = SummarizerChain.from_settings(settings, delegated=delegate_or_none)
     completion = await chain.complete(
         CompletionRequest(system_prompt=..., prompt=..., max_tokens=..., purpose="history"),
         progress=on_progress,
@@ -26,16 +26,15 @@ _EXPORTS = {
     "CompletionRequest": "base",
     "Progress": "base",
     "ProgressCallback": "base",
-    "Purpose": "base",
     "Summarizer": "base",
-    "Usage": "base",
+    "ProviderUsage": "base",
     "Mode": "chain",
     "RequestFitter": "chain",
     "SleepFn": "chain",
     "SummarizerChain": "chain",
     "retry_delay_ms": "chain",
-    "ClientComplete": "client",
-    "ClientSummarizer": "client",
+    "DelegatedComplete": "delegated",
+    "DelegatedSummarizer": "delegated",
     "ErrorKind": "errors",
     "ProviderError": "errors",
     "classify": "errors",
@@ -45,22 +44,21 @@ _EXPORTS = {
 
 __all__ = [
     "Attempt",
-    "ClientComplete",
-    "ClientSummarizer",
     "Completion",
     "CompletionRequest",
+    "DelegatedComplete",
+    "DelegatedSummarizer",
     "ErrorKind",
     "ExtractiveSummarizer",
     "Mode",
     "Progress",
     "ProgressCallback",
     "ProviderError",
-    "Purpose",
+    "ProviderUsage",
     "RequestFitter",
     "SleepFn",
     "Summarizer",
     "SummarizerChain",
-    "Usage",
     "classify",
     "extractive_summary",
     "retry_delay_ms",
@@ -73,12 +71,11 @@ if TYPE_CHECKING:
         CompletionRequest,
         Progress,
         ProgressCallback,
-        Purpose,
+        ProviderUsage,
         Summarizer,
-        Usage,
     )
     from sessiond.llm.chain import Mode, RequestFitter, SleepFn, SummarizerChain, retry_delay_ms
-    from sessiond.llm.client import ClientComplete, ClientSummarizer
+    from sessiond.llm.delegated import DelegatedComplete, DelegatedSummarizer
     from sessiond.llm.errors import ErrorKind, ProviderError, classify
     from sessiond.llm.extractive import ExtractiveSummarizer, extractive_summary
 

@@ -19,13 +19,13 @@ from sessiond.llm.base import (
     Completion,
     CompletionRequest,
     ProgressMeter,
-    ReasoningLevel,
-    Usage,
+    ProviderUsage,
 )
 from sessiond.llm.errors import ProviderError, classify, scrub, snippet
 from sessiond.llm.sse import PlainBody, decode_body
 from sessiond.llm.streaming import StreamingSummarizer
 from sessiond.llm.transport import MAX_BODY_BYTES, StallWatch, url_host
+from sessiond.wire.completion import ReasoningLevel
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
@@ -59,7 +59,7 @@ def thinking_budget(max_tokens: int, level: ReasoningLevel = "high") -> tuple[in
 # --- request body -------------------------------------------------------------
 
 
-class _Message(msgspec.Struct):
+class _AnthropicMessage(msgspec.Struct):
     role: str
     content: str
 
@@ -73,7 +73,7 @@ class _MessagesRequest(msgspec.Struct, omit_defaults=True, kw_only=True):
     model: str
     # Left out when empty: the API refuses an empty system text.
     system: str | None = None
-    messages: list[_Message]
+    messages: list[_AnthropicMessage]
     max_tokens: int
     stream: bool
     thinking: _Thinking | None = None
@@ -82,7 +82,7 @@ class _MessagesRequest(msgspec.Struct, omit_defaults=True, kw_only=True):
 # --- response events ----------------------------------------------------------
 
 
-class _Usage(msgspec.Struct):
+class _AnthropicUsage(msgspec.Struct):
     input_tokens: int | None = None
     output_tokens: int | None = None
     cache_read_input_tokens: int | None = None
@@ -95,7 +95,7 @@ class _Block(msgspec.Struct):
     thinking: str | None = None
 
 
-class _ErrorObject(msgspec.Struct):
+class _AnthropicErrorObject(msgspec.Struct):
     type: str | None = None
     message: str | None = None
 
@@ -103,12 +103,12 @@ class _ErrorObject(msgspec.Struct):
 class _MessageBody(msgspec.Struct):
     type: str = "message"
     content: list[_Block] | None = None
-    usage: _Usage | None = None
+    usage: _AnthropicUsage | None = None
     stop_reason: str | None = None
-    error: _ErrorObject | None = None
+    error: _AnthropicErrorObject | None = None
 
 
-class _Delta(msgspec.Struct):
+class _AnthropicDelta(msgspec.Struct):
     type: str | None = None
     text: str | None = None
     thinking: str | None = None
@@ -120,24 +120,24 @@ class _Event(msgspec.Struct):
     message: _MessageBody | None = None
     index: int = 0
     content_block: _Block | None = None
-    delta: _Delta | None = None
-    usage: _Usage | None = None
-    error: _ErrorObject | None = None
+    delta: _AnthropicDelta | None = None
+    usage: _AnthropicUsage | None = None
+    error: _AnthropicErrorObject | None = None
 
 
 _event_decoder = msgspec.json.Decoder(_Event)
 _message_decoder = msgspec.json.Decoder(_MessageBody)
 
 
-class _StreamState:
+class _AnthropicStreamState:
     def __init__(self) -> None:
         self.started = False
         self.stopped = False
         self.blocks: dict[int, list[str]] = {}
-        self.usage = Usage()
+        self.usage = ProviderUsage()
         self.stop_reason: str | None = None
 
-    def add_usage(self, raw: _Usage | None) -> None:
+    def add_usage(self, raw: _AnthropicUsage | None) -> None:
         if raw is None:
             return
         if raw.input_tokens is not None:
@@ -200,7 +200,7 @@ class AnthropicSummarizer(StreamingSummarizer):
         body = _MessagesRequest(
             model=self.model,
             system=request.system_prompt or None,
-            messages=[_Message(role="user", content=request.prompt)],
+            messages=[_AnthropicMessage(role="user", content=request.prompt)],
             max_tokens=max(1, request.max_tokens),
             stream=True,
         )
@@ -223,7 +223,7 @@ class AnthropicSummarizer(StreamingSummarizer):
 
     async def _read(self, lines: AsyncIterator[str], meter: ProgressMeter) -> Completion:
         watch = StallWatch(self.timeout_s)
-        state = _StreamState()
+        state = _AnthropicStreamState()
         items = decode_body(lines, on_line=lambda: watch.check(self.label), limit=MAX_BODY_BYTES)
         async with aclosing(items):
             async for item in items:
@@ -266,7 +266,7 @@ class AnthropicSummarizer(StreamingSummarizer):
             model=self.label,
         )
 
-    def _error(self, error: _ErrorObject | None, raw: str) -> ProviderError:
+    def _error(self, error: _AnthropicErrorObject | None, raw: str) -> ProviderError:
         if error is None:
             message = raw or "no error details in response"
         elif error.message and error.type and error.type not in error.message:
@@ -289,14 +289,14 @@ class AnthropicSummarizer(StreamingSummarizer):
                 error_kind="badResponse",
                 model=self.label,
             )
-        state = _StreamState()
+        state = _AnthropicStreamState()
         state.add_usage(message.usage)
         for index, block in enumerate(message.content):
             if block.type == "text":
                 state.blocks[index] = [block.text or ""]
         return self._result(state.text(), state.usage, message.stop_reason)
 
-    def _result(self, text: str, usage: Usage, stop_reason: str | None) -> Completion:
+    def _result(self, text: str, usage: ProviderUsage, stop_reason: str | None) -> Completion:
         if not text.strip():
             raise ProviderError(
                 f"{self.label} returned no summary text (stop_reason: {stop_reason or 'none'})",

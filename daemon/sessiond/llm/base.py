@@ -17,11 +17,9 @@ from typing import Any, Literal, Protocol, TypeAlias
 
 import msgspec
 
-_log = logging.getLogger(__name__)
+from sessiond.wire.completion import Purpose, ReasoningLevel
 
-Purpose: TypeAlias = Literal["history", "update", "turnPrefix", "short", "branch"]
-# pi's thinking levels, "off" aside: how hard a summarizer that can reason should think.
-ReasoningLevel: TypeAlias = Literal["minimal", "low", "medium", "high", "xhigh"]
+_log = logging.getLogger(__name__)
 
 # camelCase on the wire, unset optionals left out: a completion's attempts end up
 # in a compaction entry's ``details``.
@@ -50,7 +48,7 @@ class CompletionRequest(msgspec.Struct, rename="camel", kw_only=True):
         return self.reasoning_level or "high"
 
 
-class Usage(msgspec.Struct, **_WIRE):
+class ProviderUsage(msgspec.Struct, **_WIRE):
     input_tokens: int | None = None
     output_tokens: int | None = None
     cache_read_tokens: int | None = None
@@ -75,7 +73,7 @@ class Completion(msgspec.Struct, **_WIRE):
     # "provider/model" of the summarizer that produced the text.
     model: str
     extractive: bool = False
-    usage: Usage | None = None
+    usage: ProviderUsage | None = None
     # The provider's own stop reason ("stop", "length", "end_turn", "max_tokens"...).
     stop_reason: str | None = None
     attempts: list[Attempt] = msgspec.field(default_factory=list)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from sessiond.llm.anthropic import AnthropicSummarizer
 from sessiond.llm.base import Summarizer
-from sessiond.llm.client import ClientComplete, ClientSummarizer
+from sessiond.llm.delegated import DelegatedComplete, DelegatedSummarizer
 from sessiond.llm.extractive import ExtractiveSummarizer
 from sessiond.llm.openai import OpenAIChatSummarizer
 from sessiond.llm.remote import RemoteSummarizer
@@ -69,17 +69,19 @@ def _key(
 
 
 def resolve(
-    candidate: SummarizerCandidate, environ: Mapping[str, str], client: ClientComplete | None
+    candidate: SummarizerCandidate, environ: Mapping[str, str], delegated: DelegatedComplete | None
 ) -> ResolvedCandidate:
     label = candidate_label(candidate)
     known_secrets = (*header_secrets(candidate.headers), *url_secrets(candidate.base_url))
     if candidate.kind == "extractive":
         return ResolvedCandidate(label, ExtractiveSummarizer())
     if candidate.kind == "client":
-        if client is None:
+        if delegated is None:
             return ResolvedCandidate(label, None, "no client offered llm/complete")
         return ResolvedCandidate(
-            label, ClientSummarizer(client, label=label), context_window=candidate.context_window
+            label,
+            DelegatedSummarizer(delegated, label=label),
+            context_window=candidate.context_window,
         )
     if candidate.kind == "remote" and not candidate.base_url:
         return ResolvedCandidate(label, None, "a remote candidate needs baseUrl (its endpoint)")

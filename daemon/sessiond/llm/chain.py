@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import msgspec
 
-from sessiond.errors import CancelledError as RequestCancelled
+from sessiond.errors import OperationCancelledError
 from sessiond.llm.base import (
     Attempt,
     Completion,
@@ -40,7 +40,7 @@ from sessiond.llm.base import (
     Summarizer,
 )
 from sessiond.llm.candidates import ResolvedCandidate, resolve
-from sessiond.llm.client import ClientComplete
+from sessiond.llm.delegated import DelegatedComplete
 from sessiond.llm.errors import (
     NO_AVAILABLE_MODEL,
     ProviderError,
@@ -102,14 +102,14 @@ class SummarizerChain:
         retry: RetrySettings | None = None,
         *,
         remote_endpoint: str | None = None,
-        client: ClientComplete | None = None,
+        delegated: DelegatedComplete | None = None,
         sleep: SleepFn = asyncio.sleep,
         environ: Mapping[str, str] | None = None,
     ) -> None:
         self.settings = summarizer or SummarizerSettings()
         self.retry = retry or RetrySettings()
         self.remote_endpoint = remote_endpoint
-        self._client = client
+        self._delegated = delegated
         self._sleep = sleep
         self._environ = environ
 
@@ -118,7 +118,7 @@ class SummarizerChain:
         cls,
         settings: Settings,
         *,
-        client: ClientComplete | None = None,
+        delegated: DelegatedComplete | None = None,
         sleep: SleepFn = asyncio.sleep,
         environ: Mapping[str, str] | None = None,
     ) -> SummarizerChain:
@@ -128,7 +128,7 @@ class SummarizerChain:
             settings.summarizer,
             settings.retry,
             remote_endpoint=endpoint or None,
-            client=client,
+            delegated=delegated,
             sleep=sleep,
             environ=environ,
         )
@@ -140,7 +140,7 @@ class SummarizerChain:
             secrets = tuple(url_secrets(self.remote_endpoint))
             return [ResolvedCandidate(remote.label, remote, secrets=secrets)]
         environ = os.environ if self._environ is None else self._environ
-        return [resolve(c, environ, self._client) for c in self.settings.candidates]
+        return [resolve(c, environ, self._delegated) for c in self.settings.candidates]
 
     async def complete(
         self,
@@ -198,7 +198,7 @@ class SummarizerChain:
         while True:
             try:
                 result = await candidate.summarizer.complete(request, run.progress)
-            except RequestCancelled:
+            except OperationCancelledError:
                 raise  # the client cancelled llm/complete: the user's cancel
             except ProviderError as exc:
                 error = scrub_error(exc, run.secrets)

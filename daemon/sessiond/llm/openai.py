@@ -12,7 +12,7 @@ from contextlib import aclosing
 
 import msgspec
 
-from sessiond.llm.base import Completion, CompletionRequest, ProgressMeter, Usage
+from sessiond.llm.base import Completion, CompletionRequest, ProgressMeter, ProviderUsage
 from sessiond.llm.errors import ProviderError, classify, scrub, snippet
 from sessiond.llm.sse import PlainBody, decode_body
 from sessiond.llm.streaming import StreamingSummarizer
@@ -26,7 +26,7 @@ _QUOTED_CHARS = 200
 # --- request body -------------------------------------------------------------
 
 
-class _Message(msgspec.Struct):
+class _OpenAIMessage(msgspec.Struct):
     role: str
     content: str
 
@@ -37,7 +37,7 @@ class _StreamOptions(msgspec.Struct):
 
 class _ChatRequest(msgspec.Struct, omit_defaults=True, kw_only=True):
     model: str
-    messages: list[_Message]
+    messages: list[_OpenAIMessage]
     stream: bool
     max_tokens: int | None = None
     max_completion_tokens: int | None = None
@@ -48,7 +48,7 @@ class _ChatRequest(msgspec.Struct, omit_defaults=True, kw_only=True):
 # --- response bodies (streamed chunks and the whole answer share a shape) ---------
 
 
-class _Delta(msgspec.Struct):
+class _OpenAIDelta(msgspec.Struct):
     content: str | None = None
     # Where DeepSeek, llama.cpp, vLLM and OpenRouter put reasoning: progress, not summary.
     reasoning_content: str | None = None
@@ -57,17 +57,17 @@ class _Delta(msgspec.Struct):
 
 class _Choice(msgspec.Struct):
     index: int = 0
-    delta: _Delta | None = None
-    message: _Delta | None = None
+    delta: _OpenAIDelta | None = None
+    message: _OpenAIDelta | None = None
     finish_reason: str | None = None
 
 
-class _Usage(msgspec.Struct):
+class _OpenAIUsage(msgspec.Struct):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
 
 
-class _ErrorObject(msgspec.Struct):
+class _OpenAIErrorObject(msgspec.Struct):
     message: str | None = None
     type: str | None = None
     code: str | int | None = None
@@ -75,17 +75,17 @@ class _ErrorObject(msgspec.Struct):
 
 class _Chunk(msgspec.Struct):
     choices: list[_Choice] | None = None
-    usage: _Usage | None = None
-    error: _ErrorObject | str | None = None
+    usage: _OpenAIUsage | None = None
+    error: _OpenAIErrorObject | str | None = None
 
 
 _chunk_decoder = msgspec.json.Decoder(_Chunk)
 
 
-class _StreamState:
+class _OpenAIStreamState:
     def __init__(self) -> None:
         self.text: list[str] = []
-        self.usage: Usage | None = None
+        self.usage: ProviderUsage | None = None
         self.finish: str | None = None
         self.done = False
 
@@ -129,8 +129,8 @@ class OpenAIChatSummarizer(StreamingSummarizer):
         body = _ChatRequest(
             model=self.model,
             messages=[
-                _Message(role="system", content=request.system_prompt),
-                _Message(role="user", content=request.prompt),
+                _OpenAIMessage(role="system", content=request.system_prompt),
+                _OpenAIMessage(role="user", content=request.prompt),
             ],
             stream=True,
         )
@@ -155,7 +155,7 @@ class OpenAIChatSummarizer(StreamingSummarizer):
 
     async def _read(self, lines: AsyncIterator[str], meter: ProgressMeter) -> Completion:
         watch = StallWatch(self.timeout_s)
-        state = _StreamState()
+        state = _OpenAIStreamState()
         items = decode_body(lines, on_line=lambda: watch.check(self.label), limit=MAX_BODY_BYTES)
         async with aclosing(items):
             async for item in items:
@@ -193,7 +193,7 @@ class OpenAIChatSummarizer(StreamingSummarizer):
     def _in_band_error(self, chunk: _Chunk, raw: str) -> ProviderError:
         error = chunk.error
         status: int | None = None
-        if isinstance(error, _ErrorObject):
+        if isinstance(error, _OpenAIErrorObject):
             message = error.message or error.type or str(error.code or "") or raw
             if error.type and error.type not in message:
                 message = f"{error.type}: {message}"
@@ -224,7 +224,7 @@ class OpenAIChatSummarizer(StreamingSummarizer):
         usage = _usage(chunk.usage) if chunk.usage is not None else None
         return self._result(message.content, usage, first.finish_reason if first else None)
 
-    def _result(self, text: str, usage: Usage | None, finish: str | None) -> Completion:
+    def _result(self, text: str, usage: ProviderUsage | None, finish: str | None) -> Completion:
         if not text.strip():
             raise ProviderError(
                 f"{self.label} returned no summary text (finish_reason: {finish or 'none'})",
@@ -234,5 +234,5 @@ class OpenAIChatSummarizer(StreamingSummarizer):
         return Completion(text=text, model=self.label, usage=usage, stop_reason=finish)
 
 
-def _usage(raw: _Usage) -> Usage:
-    return Usage(input_tokens=raw.prompt_tokens, output_tokens=raw.completion_tokens)
+def _usage(raw: _OpenAIUsage) -> ProviderUsage:
+    return ProviderUsage(input_tokens=raw.prompt_tokens, output_tokens=raw.completion_tokens)

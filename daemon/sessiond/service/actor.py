@@ -1,22 +1,15 @@
 """One open session: the state the daemon keeps per session file, and its file jobs.
 
-An actor owns its ``SessionStore`` and runs at most one long operation at a
-time (a compaction or a navigation that writes a summary), so the two never
-interleave; a manual compaction aborts whatever runs first, as pi does. Short
-mutations (appends, labels) are synchronous on the event loop and so never
-interleave either; reads need no waiting at all, not even behind a running
-summarizer call.
+An actor owns its ``SessionStore`` and runs at most one long operation at a time (a
+compaction, or a navigation that writes a summary); a manual compaction aborts whatever
+runs first, as pi does. Short mutations run on the event loop and never interleave.
 
-Other programs (pi itself) may append to or rewrite a file the daemon holds, by any
-amount (a sparse hole of gigabytes, a file replaced). Reading that is file work of any
-size, which never runs on the event loop: a request that names the session first looks
-at the file (one ``stat``, ``ready_now``); if it changed, the request waits at the
-session's ``Gate`` while a worker thread reads the changes (``store.catching_up``),
-which are then taken into the index in memory. The session's other requests wait
-behind it, in order; every other session and client is served meanwhile. Work that
-must not run beside another program's unread changes (an append) refuses to read more
-than ``INLINE_FOLLOW_BYTES`` of them in place (``CatchUpNeeded``) and is retried after
-a catch-up.
+Other programs' changes to the file are file work of any size, never done on the event
+loop: a request first looks at the file (``ready_now``, one ``stat``); if it changed,
+the request waits at the session's ``Gate`` while a worker thread reads the changes,
+and the session's later requests wait behind it, in order. Work that must not run
+beside unread changes (an append) reads at most ``INLINE_FOLLOW_BYTES`` of them in place
+(``CatchUpNeeded``) and is retried after a catch-up.
 """
 
 from __future__ import annotations
@@ -32,8 +25,8 @@ from sessiond.core.entries import Entry
 from sessiond.core.tokens import Estimator
 from sessiond.errors import (
     BusyError,
-    CancelledError,
     NotFoundError,
+    OperationCancelledError,
     SessiondError,
     StorageError,
 )
@@ -42,7 +35,7 @@ from sessiond.store import following
 from sessiond.store.catching_up import read_changes
 from sessiond.store.following import Followed
 from sessiond.store.session import SessionStore
-from sessiond.tokenizer import estimator as estimator_named
+from sessiond.tiktoken_offline import estimator as estimator_named
 
 from .gate import Gate
 from .hooks import Hooks, NoHooks
@@ -312,7 +305,7 @@ class SessionActor:
         except asyncio.CancelledError:
             if task.cancelled() and not _current_task_cancelling():
                 # Aborted through ``abort``, not by the caller's own cancellation.
-                raise CancelledError("Compaction cancelled") from None
+                raise OperationCancelledError("Compaction cancelled") from None
             task.cancel()
             with suppress(BaseException):
                 await task

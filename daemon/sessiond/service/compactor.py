@@ -37,19 +37,19 @@ from sessiond.core.summary_prompts import (
 from sessiond.core.tokens import Estimator
 from sessiond.errors import (
     AlreadyCompactedError,
-    CancelledError,
     ConflictError,
     NothingToCompactError,
+    OperationCancelledError,
     SessiondError,
     SummarizerError,
 )
 from sessiond.settings import CompactionSettings
 from sessiond.store.path_access import StorePath
 from sessiond.store.session import SessionStore
+from sessiond.wire.compaction import CompactionReason, CompactionResult
 
-from .events import CompactionReason, CompactionResult
 from .hooks import CompactingAnswer, Hooks, NoHooks
-from .summaries import SummaryContext, reasoning_for, summarize_fitted, summarize_history
+from .summarize import SummaryContext, reasoning_for, summarize_fitted, summarize_history
 
 if TYPE_CHECKING:
     from sessiond.llm.base import Completion
@@ -138,24 +138,16 @@ class Compactor:
         )
         problems += answer.problems
         if answer.cancel:
-            raise CancelledError(COMPACTION_CANCELLED)
+            raise OperationCancelledError(COMPACTION_CANCELLED)
         if answer.compaction is not None and supplied_summary is not None:
             # The user reviewed this text: a hook may veto it, not replace it.
-            problem = f"{answer.compaction.supplied_by}: {REVIEWED_SUMMARY_KEPT}"
+            problem = f"{answer.supplied_by}: {REVIEWED_SUMMARY_KEPT}"
             problems.append(problem)
             self.hooks.answer_ignored(problem)
             answer.compaction = None
         from_extension = answer.compaction is not None
         if answer.compaction is not None:
-            supplied = answer.compaction
-            result = CompactionResult(
-                summary=supplied.summary,
-                first_kept_entry_id=supplied.first_kept_entry_id,
-                tokens_before=supplied.tokens_before,
-                details=supplied.details,
-                short_summary=supplied.short_summary,
-                preserve_data=supplied.preserve_data,
-            )
+            result = answer.compaction
         else:
             compacting = await self.hooks.compacting(preparation)
             problems += compacting.problems
@@ -331,7 +323,7 @@ async def _failing_as(prefix: str, work: Awaitable[str]) -> str:
     except asyncio.CancelledError:
         raise
     except SessiondError as exc:
-        if isinstance(exc, CancelledError):
+        if isinstance(exc, OperationCancelledError):
             raise
         if exc.details.get("errorKind") == "auth":
             raise SummarizerError(exc.message, **exc.details) from None

@@ -2,22 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias
-
 import msgspec
 
-CompactionReason: TypeAlias = Literal["manual", "threshold", "overflow"]
-
-
-class CompactionResult(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
-    """pi's ``CompactionResult``: what was (or would be) written as the entry."""
-
-    summary: str
-    first_kept_entry_id: str
-    tokens_before: int
-    details: Any = None
-    short_summary: str | None = None
-    preserve_data: dict[str, Any] | None = None
+from sessiond.wire.compaction import CompactionReason, CompactionResult
 
 
 class CompactionStarted(msgspec.Struct, rename="camel", kw_only=True):

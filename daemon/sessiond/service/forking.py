@@ -15,7 +15,7 @@ INVALID_FORK_ENTRY = "Invalid entry ID for forking"
 
 
 @dataclass
-class ForkResult:
+class ForkedStore:
     store: SessionStore
     selected_text: str
 
@@ -54,10 +54,10 @@ def fork_job(store: SessionStore, entry_id: str) -> ForkJob:
     return ForkJob(selected_text, lambda: write_fork(plan))
 
 
-def fork_at_user_message(store: SessionStore, entry_id: str) -> ForkResult:
+def fork_at_user_message(store: SessionStore, entry_id: str) -> ForkedStore:
     """``fork_job`` done at once (for callers without an event loop)."""
     job = fork_job(store, entry_id)
-    return ForkResult(job.make(), job.selected_text)
+    return ForkedStore(job.make(), job.selected_text)
 
 
 def user_messages_for_forking(store: SessionStore) -> list[tuple[str, str]]:

@@ -14,30 +14,20 @@ from typing import Any, Protocol
 
 from sessiond.core.entries import BranchSummaryEntry, CompactionEntry, Entry
 from sessiond.core.preparation import CompactionPreparation
+from sessiond.wire.compaction import CompactionResult, SuppliedBranchSummary
 
 # The root-to-leaf entries, built only if a hook listener wants them (it can be
 # the whole session).
-BranchEntries = Callable[[], list[Entry]]
-
-
-@dataclass
-class SuppliedCompaction:
-    """A complete compaction result from a hook (used verbatim, no validation, as pi)."""
-
-    summary: str
-    first_kept_entry_id: str
-    tokens_before: int
-    details: Any = None
-    short_summary: str | None = None
-    preserve_data: dict[str, Any] | None = None
-    # Who answered with it, as problems name a client: "vscode (connection 2)".
-    supplied_by: str = "a hook"
+BranchLoader = Callable[[], list[Entry]]
 
 
 @dataclass
 class BeforeCompactAnswer:
     cancel: bool = False
-    compaction: SuppliedCompaction | None = None
+    # A complete compaction from a hook, used as it is (no validation, as pi).
+    compaction: CompactionResult | None = None
+    # Who answered with it, as problems name a client: "vscode (connection 2)".
+    supplied_by: str = "a hook"
     problems: list[str] = field(default_factory=list)
 
 
@@ -62,12 +52,6 @@ class TreePreparation:
 
 
 @dataclass
-class SuppliedBranchSummary:
-    summary: str
-    details: Any = None
-
-
-@dataclass
 class BeforeTreeAnswer:
     cancel: bool = False
     summary: SuppliedBranchSummary | None = None
@@ -82,7 +66,7 @@ class Hooks(Protocol):
     async def before_compact(
         self,
         preparation: CompactionPreparation,
-        branch_entries: BranchEntries,
+        branch_entries: BranchLoader,
         custom_instructions: str | None,
     ) -> BeforeCompactAnswer: ...
 
@@ -111,7 +95,7 @@ class NoHooks:
     async def before_compact(
         self,
         preparation: CompactionPreparation,
-        branch_entries: BranchEntries,
+        branch_entries: BranchLoader,
         custom_instructions: str | None,
     ) -> BeforeCompactAnswer:
         return BeforeCompactAnswer()

@@ -19,11 +19,9 @@ from sessiond.core.branch import (
     collect_entries_for_branch_summary,
     prepare_branch_entries,
 )
-from sessiond.core.convert import convert_to_llm
 from sessiond.core.entries import BranchSummaryEntry, CustomMessageEntry, Entry, MessageEntry
 from sessiond.core.fileops import with_file_tags
 from sessiond.core.messages import UserMessage, text_of_blocks
-from sessiond.core.serialize import serialize_conversation
 from sessiond.core.summary_prompts import (
     BRANCH_SUMMARY_MAX_TOKENS,
     branch_instructions,
@@ -36,7 +34,7 @@ from sessiond.settings import Settings
 from sessiond.store.session import SessionStore
 
 from .hooks import Hooks, NoHooks, TreePreparation
-from .summaries import SummaryContext, summarize_fitted
+from .summarize import SummaryContext, summarize_fitted
 
 T = TypeVar("T")
 
@@ -92,12 +90,6 @@ async def generate_branch_summary(
             "extractive": any(c.extractive for c in summaries.completions),
         }
     return BranchSummary(summary or NO_SUMMARY, details)
-
-
-def serialized_branch(entries: list[Entry], estimator: Estimator, budget: int) -> str:
-    """The conversation a branch summary would see (for previews and tests)."""
-    prepared = prepare_branch_entries(entries, estimator, budget)
-    return serialize_conversation(convert_to_llm(prepared.messages))
 
 
 def editor_text_for(entry: Entry) -> str | None:

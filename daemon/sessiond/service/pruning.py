@@ -1,20 +1,10 @@
-"""Pruning old tool outputs of a session, each agent's way.
-
-pi 1.6 (pi's files): each pruned output is replaced in the context by a notice
-through a ``context_edit`` appended under the leaf, in one write. The file is never
-rewritten and the original outputs stay in it: pi 1.6 reads the edits; an older pi
-that does not know ``context_edit`` sees the full outputs again.
-
-oh-my-pi (its files, which have no ``context_edit``): its ``pruneToolOutputs`` replaces
-each pruned output with the notice in the tool result itself (``prunedAt`` set) and
-rewrites the file; sessiond does the same, after copying the original lines to
-``<session>.pruned``, and looks only after the latest ``/clear``.
+"""Pruning old tool outputs of a session, each agent's way: context edits appended on
+pi's files, the tool results edited in place on oh-my-pi's (the originals copied to
+``<session>.pruned`` first). The rules: protocol/behaviour.md, "Pruning old tool output".
 
 The archive is opened like every file beside a session (``store.safe_files``): a link,
-a FIFO or a file others can write, planted at its name, is refused, and then nothing is
-pruned. It is sessiond's own: a new one starts with a line saying so, and a file at its
-name that sessiond did not make (the user's own, not an archive) is refused
-(``notOurs``) and left as it is.
+a FIFO, a file others can write or one sessiond did not make (``notOurs``) is refused,
+and then nothing is pruned.
 """
 
 from __future__ import annotations

@@ -12,14 +12,15 @@ from collections.abc import Callable
 
 from sessiond.errors import (
     AlreadyCompactedError,
-    CancelledError,
     NothingToCompactError,
+    OperationCancelledError,
     SessiondError,
 )
+from sessiond.wire.compaction import CompactionReason
 
 from .compactor import CompactionOutcome, Compactor
-from .events import CompactionEnded, CompactionReason, CompactionStarted
-from .summaries import SummaryContext
+from .events import CompactionEnded, CompactionStarted
+from .summarize import SummaryContext
 
 CompactionEvent = CompactionStarted | CompactionEnded
 EventSink = Callable[[CompactionEvent], None]
@@ -64,7 +65,7 @@ async def run_compaction(
         return None, CompactionEnded(
             reason=reason, aborted=False, will_retry=False, skipped=True, error_message=exc.message
         )
-    except CancelledError:
+    except OperationCancelledError:
         ended = CompactionEnded(reason=reason, aborted=True, will_retry=False)
         emit(ended)
         if manual:

@@ -1,24 +1,10 @@
 """Every open session of the daemon, one actor each (``actor``), by id and by file.
 
-Sessions run concurrently with each other.
-
-Opening a file reads all of it (scan, repair, migration), so it runs in a worker
-thread while the event loop serves everyone else; concurrent opens of one file
-share that one open, and an open nobody waits for any more is closed when done.
-
-Notifications go out through a ``Publisher`` to the clients that have the
-session open; the transport is not this module's business.
-
-Other programs (pi itself) may append to or rewrite a file the daemon holds: every
-request that names a session first looks at its file (one ``stat``, see ``actor``), and
-a task looks at every open file each ``FOLLOW_INTERVAL_S``, so that clients hear of
-such changes within that time even when nobody asks. Polling a ``stat`` costs
-microseconds per open session, works on every filesystem (network ones included, where
-inotify does not see other machines' writes) and holds no watch descriptor. What the
-look finds is read in a worker thread.
-
-How many sessions one client, and the daemon, may hold open is bounded
-(``SessionLimits``).
+Opening a file reads all of it, in a worker thread; concurrent opens of one file share
+that one open. A task looks at every open file each ``FOLLOW_INTERVAL_S`` (one ``stat``
+each) so that clients hear of other programs' writes even when nobody asks; what it
+finds is read in a worker thread. How many sessions one client, and the daemon, may
+hold open is bounded (``SessionLimits``).
 """
 
 from __future__ import annotations
@@ -26,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from functools import partial
@@ -325,9 +311,3 @@ class SessionRegistry:
 
     def find_by_path(self, path: Path) -> SessionActor | None:
         return self._by_path.get(os.path.realpath(path))
-
-    def settings_for(self, session_id: str | None) -> Settings:
-        return self.get(session_id).settings() if session_id else self._settings()
-
-    def overrides_of(self, session_id: str) -> Mapping[str, Any]:
-        return self.get(session_id).overrides

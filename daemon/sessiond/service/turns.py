@@ -22,13 +22,14 @@ from sessiond.core.overflow import is_context_overflow
 from sessiond.core.pruning import PrunePlan
 from sessiond.core.summary_prompts import auto_continue_prompt
 from sessiond.core.tokens import Estimator, calculate_context_tokens, should_compact
-from sessiond.errors import CancelledError
+from sessiond.errors import OperationCancelledError
 from sessiond.settings import Settings
 from sessiond.store.records import EntryRecord
 from sessiond.store.session import SessionStore
+from sessiond.wire.compaction import CompactionReason
 
 from .compactor import COMPACTION_CANCELLED, CompactionOutcome
-from .events import CompactionEnded, CompactionReason
+from .events import CompactionEnded
 from .pruning import prune_tool_outputs
 from .workers import Exclusive
 
@@ -97,7 +98,7 @@ class _AutoRun:
 async def _auto_compact(compact: CompactFn, reason: AutoReason, will_retry: bool) -> _AutoRun:
     try:
         outcome, ended = await compact(reason, will_retry)
-    except CancelledError as exc:
+    except OperationCancelledError as exc:
         # Aborted from outside; the run has reported its end event already.
         ended = CompactionEnded(reason=reason, aborted=True, will_retry=False)
         return _AutoRun(None, ended, AutoReport(reason, "aborted", exc.message))

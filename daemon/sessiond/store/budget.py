@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Final
 
 from sessiond.errors import LimitExceededError
-
-from .recovery import RecoveryReport
+from sessiond.wire.recovery import RecoveryReport
 
 MEMORY_PER_FILE_BYTE: Final = 10
 MEMORY_FLOOR: Final = 16 * 1024 * 1024

@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Literal
 
 from sessiond.core.entries import CURRENT_SESSION_VERSION
 from sessiond.errors import StorageError
+from sessiond.wire.recovery import DamagedLine, RecoveryReport
 
 from .budget import MemoryBudget
 from .follow import Observation, observe
 from .lines import read_chunks
 from .opening import read_session
 from .records import EntryRecord
-from .recovery import DamagedLine, RecoveryReport
 from .safe_files import open_regular
 from .scan import EAGER_TYPES, AppendedLines, ScanResult, decode_metadata, scan_appended
 

@@ -39,9 +39,9 @@ from sessiond.core.messages import (
     RedactedThinkingContent,
     TextContent,
     ThinkingContent,
+    TokenUsage,
     ToolCall,
     ToolResultMessage,
-    Usage,
     UserContentBlock,
     UserMessage,
 )
@@ -108,7 +108,7 @@ class _Answer:
     calls: list[ToolCall] = field(default_factory=list)
     source_ids: list[str] = field(default_factory=list)
     results: dict[int, ToolResultMessage] = field(default_factory=dict)
-    usage: Usage | None = None
+    usage: TokenUsage | None = None
     stop_reason: str | None = None
     error: str | None = None
     chars: int = 0

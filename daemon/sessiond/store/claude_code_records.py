@@ -22,7 +22,7 @@ from sessiond.core.messages import (
     RedactedThinkingContent,
     TextContent,
     ThinkingContent,
-    Usage,
+    TokenUsage,
     UserContentBlock,
 )
 from sessiond.errors import InvalidSessionFileError
@@ -174,7 +174,7 @@ def typed_command(text: str) -> str:
     return f"{name} {arguments}".strip()
 
 
-def usage_of(data: dict[str, Any]) -> Usage:
+def usage_of(data: dict[str, Any]) -> TokenUsage:
     def tokens(key: str) -> int:
         value = data.get(key)
         return value if isinstance(value, int) and value >= 0 else 0
@@ -185,7 +185,7 @@ def usage_of(data: dict[str, Any]) -> Usage:
         tokens("cache_read_input_tokens"),
         tokens("cache_creation_input_tokens"),
     )
-    return Usage(
+    return TokenUsage(
         input=fresh,
         output=output,
         cache_read=cache_read,

@@ -12,7 +12,7 @@ unanswered tool calls oh-my-pi's rules removed is its stored JSON without them.
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Final
 
 import msgspec
 
@@ -21,11 +21,9 @@ from sessiond.core.convert import LlmMessage
 from sessiond.core.dialect import Dialect
 from sessiond.core.encoding import to_json
 from sessiond.core.messages import AnyMessage
+from sessiond.wire.context import ContextFormat
 
 from .session import SessionStore
-
-ContextFormat = Literal["agent", "llm"]
-
 
 _NULL_CONTENT: Final[dict[str, object]] = {
     "user": [],

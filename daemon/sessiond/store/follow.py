@@ -30,7 +30,7 @@ UNFINISHED_GRACE_S: Final = 2.0
 _TAIL_CHECK: Final = 4096
 _SEARCH_CHUNK: Final = 1 << 20
 
-Verdict = Literal["unchanged", "grew", "replaced"]
+FileChange = Literal["unchanged", "grew", "replaced"]
 
 
 @dataclass
@@ -102,7 +102,7 @@ class FileFollower:
         self._signature = None
         self.unfinished = None
 
-    def look(self, fd: int) -> Verdict:
+    def look(self, fd: int) -> FileChange:
         """Whether the file at the path changed since ``saw``; ``fd`` is the store's
         reading descriptor of the same file (used only when the path still names it)."""
         if self._identity is None:

@@ -22,6 +22,7 @@ import msgspec
 
 from sessiond.core.entries import CURRENT_SESSION_VERSION
 from sessiond.errors import BusyError, StorageError
+from sessiond.wire.recovery import RecoveryReport, TornTail
 
 from . import index_file, title_line
 from .catching_up import (
@@ -38,7 +39,6 @@ from .follow import Observation, observe
 from .lines import read_chunks
 from .opening import repair_torn_tail
 from .records import EntryRecord
-from .recovery import RecoveryReport, TornTail
 from .safe_files import open_regular
 from .scan import ScanResult
 

@@ -66,10 +66,10 @@ from sessiond.core.title_slot import (
     parse_title_slot,
 )
 from sessiond.errors import SessiondError
+from sessiond.wire.recovery import RecoveryReport
 
 from .fileio import atomic_write
 from .records import EntryRecord, MessageRole
-from .recovery import RecoveryReport
 from .safe_files import make_private_directories, open_regular
 from .scan import ScanResult
 

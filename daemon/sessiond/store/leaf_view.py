@@ -28,7 +28,7 @@ from sessiond.core.entries import (
     ModelChangeEntry,
     ThinkingLevelChangeEntry,
 )
-from sessiond.core.messages import AnyMessage, AssistantMessage, SystemMessage, Usage
+from sessiond.core.messages import AnyMessage, AssistantMessage, SystemMessage, TokenUsage
 from sessiond.core.projection import entry_messages, project_entry
 from sessiond.core.system_state import current_system_message
 from sessiond.core.tokens import (
@@ -183,7 +183,7 @@ class LeafView:
                 self._usage_index = index
                 break
 
-    def _usage_of(self, record: EntryRecord) -> Usage | None:
+    def _usage_of(self, record: EntryRecord) -> TokenUsage | None:
         messages = self.messages_of(record)
         return assistant_usage(messages[0]) if messages else None
 

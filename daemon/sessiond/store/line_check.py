@@ -22,9 +22,9 @@ import msgspec
 
 from sessiond.core.jsjson import replace_lone_surrogates
 from sessiond.errors import FileChangedError
+from sessiond.wire.recovery import RecoveryReport
 
 from .records import EntryRecord
-from .recovery import RecoveryReport
 
 
 class _LineId(msgspec.Struct):

@@ -23,6 +23,7 @@ from sessiond.core.decode import NotAnEntry, decode_entry
 from sessiond.core.entries import MessageEntry, SessionInfoEntry
 from sessiond.core.messages import UserMessage, text_of_blocks
 from sessiond.errors import InvalidSessionFileError, LimitExceededError
+from sessiond.wire.listing import SessionSummary
 
 from .fileio import path_error
 from .records import EntryRecord
@@ -37,20 +38,6 @@ MAX_FIELD_CHARS: Final = 4096
 MAX_SESSIONS: Final = 10_000
 # User messages tried for the first message (one that does not read is skipped).
 _FIRST_MESSAGE_TRIES: Final = 8
-
-
-class SessionSummary(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
-    path: str
-    session_id: str
-    cwd: str
-    created: str
-    # pi's rule: the time of the last user or assistant message; the file's
-    # modification time when there is none.
-    modified: str
-    entry_count: int
-    first_message: str
-    name: str | None = None
-    parent_session: str | None = None
 
 
 def list_sessions(directory: Path) -> list[SessionSummary]:

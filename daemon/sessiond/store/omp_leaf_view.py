@@ -13,11 +13,9 @@ Bodies are decoded to build the messages, and to read the usage of the last answ
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from sessiond.core.context import ModelRef, SessionContext, compaction_summary_message
 from sessiond.core.entries import CompactionEntry, CustomEntry, Entry, MessageEntry
-from sessiond.core.messages import AnyMessage, Usage
+from sessiond.core.messages import AnyMessage, TokenUsage
 from sessiond.core.omp_context import (
     OmpPlan,
     Selection,
@@ -37,9 +35,9 @@ from sessiond.core.tokens import (
     calculate_context_tokens,
 )
 
+from .leaf_view import EntryLoader
 from .records import EntryRecord
 
-EntryLoader = Callable[[EntryRecord], Entry]
 # Entries whose arrival changes where the context starts.
 _RESELECT: frozenset[str] = frozenset({"compaction", "reset_boundary"})
 _GIVES_MESSAGES: frozenset[str] = frozenset({"message", "custom_message", "branch_summary"})
@@ -53,7 +51,7 @@ class OmpLeafView:
         self._selection: Selection | None = None
         self._settings: OmpSettings | None = None
         self._plan: OmpPlan | None = None
-        self._usage: tuple[int, Usage] | None = None
+        self._usage: tuple[int, TokenUsage] | None = None
         self._usage_known = False
         # Estimates of messages that are not a record's own (stripped answers, notes).
         self._derived_tokens: dict[tuple[int, str], int] = {}
@@ -198,7 +196,7 @@ class OmpLeafView:
         found = self._last_usage()
         return self.path[self.plan().emitted[found[0]]] if found is not None else None
 
-    def _last_usage(self) -> tuple[int, Usage] | None:
+    def _last_usage(self) -> tuple[int, TokenUsage] | None:
         """The position among the emitted entries of the last answer with usable usage."""
         if self._usage_known:
             return self._usage

@@ -1,4 +1,4 @@
-"""A root-to-leaf path of the store as a ``core.path_view.PathView``.
+"""A root-to-leaf path of the store as a ``core.path_reader.PathReader``.
 
 Types, roles and ids come from the index; bodies are decoded only when an
 algorithm asks for one; token estimates are cached on the records, so a second

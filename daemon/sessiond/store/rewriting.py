@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,13 +19,13 @@ import msgspec
 from sessiond.core.decode import decode_entry
 from sessiond.core.entries import CompactionEntry
 from sessiond.errors import InvalidEntryError
+from sessiond.wire.recovery import RecoveryReport
 
 from .fileio import AppendFile, atomic_write
 from .follow import Observation, observe
 from .line_check import checked_line
 from .lines import read_chunks, read_lines
 from .records import EntryRecord, new_record
-from .recovery import RecoveryReport
 from .safe_files import FILE_MODE, open_regular
 
 if TYPE_CHECKING:
@@ -34,10 +33,7 @@ if TYPE_CHECKING:
     from sessiond.core.title_slot import TitleSlot
     from sessiond.settings import StorageSettings
 
-    from .session import SessionStore
-
-
-Clock = Callable[[], datetime]
+    from .session import Clock, SessionStore
 
 
 def fork(

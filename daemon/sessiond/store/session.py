@@ -27,7 +27,7 @@ from sessiond.core.absent import without_null_optionals
 from sessiond.core.context import (
     UNSET,
     SessionContext,
-    _Unset,
+    Unset,
     context_from_path,
     iso_to_ms,
     path_to,
@@ -58,6 +58,7 @@ from sessiond.errors import (
 )
 from sessiond.paths import check_session_id, default_session_dir, iso_now, session_file_name
 from sessiond.settings import StorageSettings
+from sessiond.wire.recovery import DamagedLine, RecoveryReport
 
 from . import following, line_check, rewriting, title_line
 from .edits import edit_replacement, editable_role
@@ -71,7 +72,6 @@ from .lock import SessionLock
 from .omp_leaf_view import OmpLeafView
 from .opening import read_session
 from .records import EntryRecord, new_record
-from .recovery import DamagedLine, RecoveryReport
 from .safe_files import check_regular_or_absent, make_private_directories, open_regular
 from .scan import EAGER_TYPES, ScanResult, decode_metadata
 
@@ -104,11 +104,11 @@ def _raw_message(line: bytes) -> bytes:
     return bytes(_raw_message_decoder.decode(line).message)
 
 
-class TreeNode(msgspec.Struct, kw_only=True):
+class RecordNode(msgspec.Struct, kw_only=True):
     """One node of ``get_tree``: an entry's record, its children, its current label."""
 
     record: EntryRecord
-    children: list[TreeNode]
+    children: list[RecordNode]
     label: str | None = None
 
 
@@ -537,14 +537,14 @@ class SessionStore:
     def get_label(self, entry_id: str) -> str | None:
         return self._labels.get(entry_id)
 
-    def get_tree(self) -> list[TreeNode]:
+    def get_tree(self) -> list[RecordNode]:
         """pi's ``getTree``: roots in file order, children sorted by timestamp."""
-        nodes: dict[str, TreeNode] = {}
+        nodes: dict[str, RecordNode] = {}
         for record in self._records:
-            nodes[record.id] = TreeNode(
+            nodes[record.id] = RecordNode(
                 record=record, children=[], label=self._labels.get(record.id)
             )
-        roots: list[TreeNode] = []
+        roots: list[RecordNode] = []
         for record in self._records:
             node = nodes[record.id]
             if node.record is not record:
@@ -561,11 +561,11 @@ class SessionStore:
 
     # ------------------------------------------------------------------ context
 
-    def build_context(self, leaf_id: str | _Unset | None = UNSET) -> SessionContext:
+    def build_context(self, leaf_id: str | Unset | None = UNSET) -> SessionContext:
         """pi's ``buildSessionContext`` for ``leaf_id`` (default: the current leaf)."""
         if leaf_id is None:
             return context_from_path([])
-        if isinstance(leaf_id, _Unset) or leaf_id == self.leaf_id:
+        if isinstance(leaf_id, Unset) or leaf_id == self.leaf_id:
             return self._view.context()
         record = self._by_id.get(leaf_id)
         if record is None:
@@ -606,7 +606,7 @@ class SessionStore:
         self,
         bodies: Sequence[Mapping[str, Any]],
         *,
-        expected_leaf_id: str | _Unset | None = UNSET,
+        expected_leaf_id: str | Unset | None = UNSET,
         types: frozenset[str] | None = None,
     ) -> list[Entry]:
         """Append entries (JSON objects without id/parentId/timestamp) under the leaf.
@@ -626,7 +626,7 @@ class SessionStore:
             )
         if self._persisted:
             following.before_append(self)
-        if not isinstance(expected_leaf_id, _Unset) and expected_leaf_id != self.leaf_id:
+        if not isinstance(expected_leaf_id, Unset) and expected_leaf_id != self.leaf_id:
             raise ConflictError(
                 f"the session's leaf is {self.leaf_id or 'none (no entries yet)'}, "
                 f"not {expected_leaf_id or 'none'}",

@@ -137,11 +137,11 @@ def run(seed: int, workdir: Path) -> None:
     from sessiond.errors import AlreadyCompactedError, NothingToCompactError
     from sessiond.service.compactor import Compactor
     from sessiond.service.pruning import prune_tool_outputs
-    from sessiond.service.summarizers import summary_context
+    from sessiond.service.summarizer_setup import summary_context
     from sessiond.settings import Settings, StorageSettings, merge_settings
     from sessiond.store.fileio import atomic_write
     from sessiond.store.session import SessionStore
-    from sessiond.tokenizer import estimator
+    from sessiond.tiktoken_offline import estimator
 
     rng = random.Random(seed)
     acks = os.open(workdir / "acks.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -231,8 +231,8 @@ if __name__ == "__main__":
     import sessiond.llm.chain
     import sessiond.service.compactor
     import sessiond.service.pruning
-    import sessiond.service.summarizers
+    import sessiond.service.summarizer_setup
     import sessiond.store.session
-    import sessiond.tokenizer  # noqa: F401
+    import sessiond.tiktoken_offline  # noqa: F401
 
     main()

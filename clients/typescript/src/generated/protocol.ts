@@ -131,7 +131,7 @@ export interface BeforeCompactHookResult {
   /** @default false */
   cancel?: boolean;
   /** @default null */
-  compaction?: SuppliedCompactionWire | null;
+  compaction?: CompactionResult | null;
 }
 
 export interface BeforeTreeHookParams {
@@ -153,7 +153,7 @@ export interface BeforeTreeHookResult {
   /** @default false */
   cancel?: boolean;
   /** @default null */
-  summary?: SuppliedBranchSummaryWire | null;
+  summary?: SuppliedBranchSummary | null;
   /** @default null */
   customInstructions?: string | null;
   /** @default null */
@@ -367,7 +367,10 @@ export interface CompactionPreparationWire {
   turnPrefixMessages?: AgentMessage[] | null;
 }
 
-/** pi's ``CompactionResult``: what was (or would be) written as the entry. */
+/**
+ * pi's ``CompactionResult``: what was (or would be) written as the entry. A
+ * ``session_before_compact`` hook may answer with one, used as it is (as pi does).
+ */
 export interface CompactionResult {
   summary: string;
   firstKeptEntryId: string;
@@ -1152,22 +1155,11 @@ export interface SettingsResult {
   warnings?: string[];
 }
 
-export interface SuppliedBranchSummaryWire {
+/** A branch summary a ``session_before_tree`` hook wrote instead of the summarizer. */
+export interface SuppliedBranchSummary {
   summary: string;
   /** @default null */
   details?: unknown;
-}
-
-export interface SuppliedCompactionWire {
-  summary: string;
-  firstKeptEntryId: string;
-  tokensBefore: number;
-  /** @default null */
-  details?: unknown;
-  /** @default null */
-  shortSummary?: string | null;
-  /** @default null */
-  preserveData?: Record<string, unknown> | null;
 }
 
 /**

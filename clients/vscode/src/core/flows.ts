@@ -1,9 +1,9 @@
 import {
   isSessiondError,
   type CancellationToken,
-  type NavigateOutput,
+  type NavigateResult,
   type ListSessionsResult,
-  type RunCompactionOutput,
+  type RunCompactionResult,
   type SessionMethods,
   type WorkDoneProgress,
 } from "@sessiond/client";
@@ -49,7 +49,7 @@ export async function compactFlow(
   sessionId: string,
   ui: Ui,
   options: FlowOptions = {},
-): Promise<RunCompactionOutput | undefined> {
+): Promise<RunCompactionResult | undefined> {
   const instructions = await ui.input({
     title: "Compact the session",
     prompt: "Instructions for the summary (optional): what to keep, what to focus on",
@@ -90,7 +90,7 @@ export async function navigateFlow(
   ui: Ui,
   target?: { targetId?: string; mode?: NavigateMode },
   options: FlowOptions = {},
-): Promise<NavigateOutput | undefined> {
+): Promise<NavigateResult | undefined> {
   let targetId = target?.targetId;
   if (!targetId) {
     const rows = flattenTree(buildTreeModel(await client.tree({ sessionId })));

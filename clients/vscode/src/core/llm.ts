@@ -2,7 +2,7 @@ import {
   ErrorCode,
   ResponseError,
   type CancellationToken,
-  type CompletionRequest,
+  type LlmCompleteParams,
   type LlmCompleteHandler,
 } from "@sessiond/client";
 
@@ -43,7 +43,7 @@ export function createLlmCompleteHandler(
   source: ChatModelSource,
   onCall: (call: LlmCall) => void = () => undefined,
 ): LlmCompleteHandler {
-  return async (params: CompletionRequest, token: CancellationToken) => {
+  return async (params: LlmCompleteParams, token: CancellationToken) => {
     const started = Date.now();
     const model = await source();
     if (!model)

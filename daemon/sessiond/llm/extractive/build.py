@@ -37,7 +37,7 @@ from sessiond.llm.extractive.commands import (
     short_command,
 )
 from sessiond.llm.extractive.context import critical_context
-from sessiond.llm.extractive.facts import Action, Facts, Turn
+from sessiond.llm.extractive.facts import Action, Facts, TurnFacts
 from sessiond.llm.extractive.findings import discussed_names
 from sessiond.llm.extractive.limits import Limits
 from sessiond.llm.extractive.requests import constraints, is_task, task_line
@@ -197,7 +197,7 @@ def _done(facts: Facts, limits: Limits, counts: Counter[str]) -> list[str]:
 
 def _changed_files(
     facts: Facts,
-    turn: Turn,
+    turn: TurnFacts,
     shown: dict[str, set[str]],
     limits: Limits,
     discussed: Container[str],

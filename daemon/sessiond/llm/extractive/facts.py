@@ -103,7 +103,7 @@ class Action:
 
 
 @dataclass
-class Turn:
+class TurnFacts:
     """A user request (None for what came before the first one) and the work after it."""
 
     request: str | None
@@ -119,7 +119,7 @@ class Turn:
 
 @dataclass
 class Facts:
-    turns: list[Turn] = field(default_factory=list)
+    turns: list[TurnFacts] = field(default_factory=list)
     earlier_summaries: list[str] = field(default_factory=list)
     additional_context: list[str] = field(default_factory=list)
     focus: str | None = None
@@ -196,9 +196,9 @@ def extract(parsed: ParsedPrompt) -> Facts:
     return facts
 
 
-def _current(facts: Facts) -> Turn:
+def _current(facts: Facts) -> TurnFacts:
     if not facts.turns:
-        facts.turns.append(Turn(request=None))
+        facts.turns.append(TurnFacts(request=None))
     return facts.turns[-1]
 
 
@@ -218,7 +218,7 @@ def _read_part(facts: Facts, part: Part, waiting: deque[Action]) -> None:
         request = part.text.strip()
         if request:
             _silent(waiting)
-            facts.turns.append(Turn(request=request))
+            facts.turns.append(TurnFacts(request=request))
     elif part.role == "assistant":
         _silent(waiting)
         text = part.text.strip()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 from dataclasses import fields
 
-from sessiond.llm.base import Purpose
 from sessiond.llm.extractive.build import build_checkpoint
 from sessiond.llm.extractive.checkpoint import MARKER, Checkpoint, merge, parse_checkpoint
 from sessiond.llm.extractive.facts import Facts
@@ -31,6 +30,7 @@ from sessiond.llm.extractive.text import (
     unique,
     whole_sentences,
 )
+from sessiond.wire.completion import Purpose
 
 _NONE = "- (none)"
 _TRUNCATED = "\n[... extractive summary cut to fit the size limit]"

@@ -1,4 +1,4 @@
-"""What opening a session found and repaired: the structured recovery report."""
+"""What opening a session found and repaired: the recovery report ``session/open`` returns."""
 
 from __future__ import annotations
 

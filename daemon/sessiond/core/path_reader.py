@@ -17,7 +17,7 @@ from .projection import compaction_summary_message, message_of_entry
 from .tokens import Estimator
 
 
-class PathView(Protocol):
+class PathReader(Protocol):
     def __len__(self) -> int: ...
 
     def id_at(self, index: int) -> str: ...
@@ -39,7 +39,7 @@ class PathView(Protocol):
 
 
 class EntryPath:
-    """A ``PathView`` over typed entries (tests, small tools)."""
+    """A ``PathReader`` over typed entries (tests, small tools)."""
 
     def __init__(self, entries: Sequence[Entry], estimator: Estimator) -> None:
         self._entries = list(entries)
@@ -83,9 +83,9 @@ class EntryPath:
 
 
 class SlicedPath:
-    """The part of a ``PathView`` from ``start`` on, as a path of its own."""
+    """The part of a ``PathReader`` from ``start`` on, as a path of its own."""
 
-    def __init__(self, path: PathView, start: int) -> None:
+    def __init__(self, path: PathReader, start: int) -> None:
         self._path = path
         self._start = start
 

@@ -11,27 +11,27 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TypeAlias
 
-from sessiond.errors import CancelledError as RequestCancelled
+from sessiond.errors import OperationCancelledError
 from sessiond.llm.base import Completion, CompletionRequest, ProgressCallback, ProgressMeter
 from sessiond.llm.errors import ProviderError
 
-ClientComplete: TypeAlias = Callable[[CompletionRequest], Awaitable[str]]
+DelegatedComplete: TypeAlias = Callable[[CompletionRequest], Awaitable[str]]
 
 
-class ClientSummarizer:
-    def __init__(self, call: ClientComplete, *, label: str = "client/editor") -> None:
+class DelegatedSummarizer:
+    def __init__(self, call: DelegatedComplete, *, label: str = "client/editor") -> None:
         self._call = call
         self.label = label
 
     def __repr__(self) -> str:
-        return f"ClientSummarizer(label={self.label!r})"
+        return f"DelegatedSummarizer(label={self.label!r})"
 
     async def complete(
         self, request: CompletionRequest, progress: ProgressCallback | None = None
     ) -> Completion:
         try:
             text = await self._call(request)
-        except (ProviderError, RequestCancelled):
+        except (ProviderError, OperationCancelledError):
             raise  # a cancelled llm/complete is the user's cancel, not a failure
         except Exception as exc:
             # A JSON-RPC error answer, a disconnect, a timeout: the client's words

@@ -14,28 +14,33 @@ from sessiond.jsonrpc import (
 )
 from sessiond.settings import Settings, load_settings, merge_settings, parse_assignments
 
-from . import compaction_methods, context_methods, session_methods, settings_methods, tree_methods
+from . import (
+    compaction_methods,
+    context_methods,
+    lifecycle_methods,
+    session_methods,
+    settings_methods,
+    tree_methods,
+)
 from .daemon import Daemon
-from .types import InitializeParams
 
 _log = logging.getLogger(__name__)
 
 
 def build_daemon(daemon: Daemon | None = None) -> Daemon:
+    """A daemon with every method of the protocol on its router."""
     daemon = daemon or Daemon()
-    router = daemon.router
-    router.request("initialize", InitializeParams)(daemon.initialize)
-    router.request("shutdown")(daemon.shutdown)
-    # LSP's "initialized" notification: nothing to do, but it is expected, not unknown.
-    router.notification("initialized")(lambda ctx, params: None)
-    for module in (
-        session_methods,
-        context_methods,
-        compaction_methods,
-        tree_methods,
-        settings_methods,
+    for table in (
+        lifecycle_methods.METHODS,
+        session_methods.METHODS,
+        context_methods.METHODS,
+        tree_methods.METHODS,
+        settings_methods.METHODS,
     ):
-        module.register(daemon)
+        table.bind(daemon.router, daemon)
+    compaction_methods.register(daemon)
+    # LSP's "initialized" notification: nothing to do, but it is expected, not unknown.
+    daemon.router.notification("initialized")(lambda ctx, params: None)
     return daemon
 
 
@@ -60,7 +65,7 @@ def serve(args: argparse.Namespace) -> int:
     limits = limits_from_args(args)
     daemon = build_daemon(Daemon(*trusted_settings(args)))
     if daemon.base_settings.compaction.token_estimator == "tiktoken":
-        from sessiond.tokenizer import warm_up_in_background
+        from sessiond.tiktoken_offline import warm_up_in_background
 
         warm_up_in_background()
     server = RpcServer(

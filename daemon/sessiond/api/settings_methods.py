@@ -13,6 +13,7 @@ from sessiond.settings import Settings, merge_settings, settings_to_builtins
 from sessiond.settings_trust import SHORTEN_ONLY, redacted_view
 
 from .daemon import Daemon
+from .methods import MethodTable
 from .types import GetSettingsParams, SettingsResult, UpdateSettingsParams
 
 
@@ -20,33 +21,36 @@ def _shown(settings: Settings) -> dict[str, Any]:
     return redacted_view(settings_to_builtins(settings))
 
 
-def register(daemon: Daemon) -> None:
-    router = daemon.router
+METHODS = MethodTable()
 
-    @router.request("settings/get", GetSettingsParams)
-    def get(ctx: RequestContext, params: GetSettingsParams) -> SettingsResult:
-        actor = daemon.actor(params.session_id) if params.session_id else None
+
+@METHODS.request("settings/get", GetSettingsParams)
+def get_settings(daemon: Daemon, ctx: RequestContext, params: GetSettingsParams) -> SettingsResult:
+    actor = daemon.actor(params.session_id) if params.session_id else None
+    return SettingsResult(
+        settings=_shown(daemon.settings(ctx, actor)),
+        warnings=list(daemon.settings_warnings),
+    )
+
+
+@METHODS.request("settings/update", UpdateSettingsParams)
+def update_settings(
+    daemon: Daemon, ctx: RequestContext, params: UpdateSettingsParams
+) -> SettingsResult:
+    # Validate strictly first: a bad key is the caller's to fix, nothing is applied.
+    trusted = daemon.base_settings
+    merge_settings(trusted, params.settings, strict=True, source="settings", configured=trusted)
+    if params.session_id:
+        actor = daemon.actor(params.session_id)
+        _deep_update(actor.overrides, params.settings)
+        effective = daemon.settings(ctx, actor)
         return SettingsResult(
-            settings=_shown(daemon.settings(ctx, actor)),
-            warnings=list(daemon.settings_warnings),
+            settings=_shown(effective),
+            warnings=_not_lengthened(params.settings, settings_to_builtins(effective)),
         )
-
-    @router.request("settings/update", UpdateSettingsParams)
-    def update(ctx: RequestContext, params: UpdateSettingsParams) -> SettingsResult:
-        # Validate strictly first: a bad key is the caller's to fix, nothing is applied.
-        trusted = daemon.base_settings
-        merge_settings(trusted, params.settings, strict=True, source="settings", configured=trusted)
-        if params.session_id:
-            actor = daemon.actor(params.session_id)
-            _deep_update(actor.overrides, params.settings)
-            effective = daemon.settings(ctx, actor)
-            return SettingsResult(
-                settings=_shown(effective),
-                warnings=_not_lengthened(params.settings, settings_to_builtins(effective)),
-            )
-        state = daemon.client(ctx)
-        _deep_update(state.overrides, params.settings)
-        return SettingsResult(settings=_shown(daemon.settings(ctx)))
+    state = daemon.client(ctx)
+    _deep_update(state.overrides, params.settings)
+    return SettingsResult(settings=_shown(daemon.settings(ctx)))
 
 
 def _not_lengthened(asked: dict[str, Any], effective: dict[str, Any]) -> list[str]:

@@ -19,13 +19,8 @@ from sessiond.core.convert import LlmMessage, convert_to_llm
 from sessiond.core.messages import AnyMessage
 from sessiond.core.serialize import TOOL_RESULT_CHAR_LIMIT, serialize_conversation
 from sessiond.core.summary_prompts import history_prompt, system_prompt
-from sessiond.llm.base import (
-    Completion,
-    CompletionRequest,
-    ProgressCallback,
-    Purpose,
-    ReasoningLevel,
-)
+from sessiond.llm.base import Completion, CompletionRequest, ProgressCallback
+from sessiond.wire.completion import Purpose, ReasoningLevel
 
 # Tool-output caps tried, in order, before anything else is given up.
 _TOOL_LIMITS: Final = (TOOL_RESULT_CHAR_LIMIT, 1000, 500, 200)

@@ -1,4 +1,4 @@
-"""The protocol's wire types: params and results of every method, notifications, hooks.
+"""The protocol's params and results: every method's, the notifications' and the hooks'.
 
 These types are the schema (``protocol/schema.json`` is generated from them).
 Names are camelCase on the wire. Entries and stored messages travel as their
@@ -17,10 +17,10 @@ import msgspec
 from sessiond.core.context import ModelRef
 from sessiond.core.dialect import DialectName
 from sessiond.core.entries import SessionHeader
-from sessiond.llm.base import Purpose, ReasoningLevel
-from sessiond.service.events import CompactionReason, CompactionResult
-from sessiond.store.listing import SessionSummary
-from sessiond.store.recovery import RecoveryReport
+from sessiond.wire.context import ContextFormat
+from sessiond.wire.listing import SessionSummary
+from sessiond.wire.recovery import RecoveryReport
+from sessiond.wire.usage import Usage
 
 from .entry_types import (
     BranchSummaryEntryJson,
@@ -33,7 +33,7 @@ from .entry_types import (
 
 PROTOCOL_VERSION = "1"
 
-_W: dict[str, Any] = {"rename": "camel", "omit_defaults": True}
+WIRE_OPTIONS: dict[str, Any] = {"rename": "camel", "omit_defaults": True}
 
 HookName = Literal[
     "session_before_compact",
@@ -42,7 +42,6 @@ HookName = Literal[
     "session_before_tree",
     "session_tree",
 ]
-ContextFormat = Literal["agent", "llm"]
 # A model's context window in tokens; absent means the configured default.
 ContextWindow = Annotated[int, msgspec.Meta(ge=1)]
 # LSP's work-done progress token: $/progress notifications carry it.
@@ -52,7 +51,7 @@ ProgressToken = int | str
 # --------------------------------------------------------------------- lifecycle
 
 
-class ClientInfo(msgspec.Struct, kw_only=True, **_W):
+class ClientInfo(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     name: str
     version: str | None = None
 
@@ -69,7 +68,7 @@ KnownHooks = Annotated[
 ]
 
 
-class ClientCapabilities(msgspec.Struct, kw_only=True, **_W):
+class ClientCapabilities(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     # Hooks this client answers (server->client requests or notifications).
     hooks: KnownHooks = msgspec.field(default_factory=list)
     # The client can summarize with its own model access (``llm/complete``).
@@ -78,7 +77,7 @@ class ClientCapabilities(msgspec.Struct, kw_only=True, **_W):
     opt_out_notifications: list[str] = msgspec.field(default_factory=list)
 
 
-class InitializeParams(msgspec.Struct, kw_only=True, **_W):
+class InitializeParams(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     client_info: ClientInfo | None = None
     # "1". Any other JSON value (1 as a number included) is served with a warning;
     # the schema says what to send.
@@ -99,19 +98,19 @@ class InitializeParams(msgspec.Struct, kw_only=True, **_W):
     auth_token: str | None = None
 
 
-class ServerInfo(msgspec.Struct, kw_only=True, **_W):
+class ServerInfo(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     name: str
     version: str
 
 
-class ServerCapabilities(msgspec.Struct, kw_only=True, **_W):
+class ServerCapabilities(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     methods: list[str]
     notifications: list[str]
     hooks: list[str]
     summarizers: list[str]
 
 
-class InitializeResult(msgspec.Struct, kw_only=True, **_W):
+class InitializeResult(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     server_info: ServerInfo
     protocol_version: str
     capabilities: ServerCapabilities
@@ -122,11 +121,11 @@ class InitializeResult(msgspec.Struct, kw_only=True, **_W):
 # --------------------------------------------------------------------- sessions
 
 
-class SessionRef(msgspec.Struct, kw_only=True, **_W):
+class SessionRef(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     session_id: str
 
 
-class NewSessionParams(msgspec.Struct, kw_only=True, **_W):
+class NewSessionParams(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     cwd: str
     session_dir: str | None = None
     path: str | None = None
@@ -136,18 +135,18 @@ class NewSessionParams(msgspec.Struct, kw_only=True, **_W):
     write_now: bool = False
 
 
-class NewSessionResult(msgspec.Struct, kw_only=True, **_W):
+class NewSessionResult(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     session_id: str
     path: str
     header: SessionHeader
     persisted: bool
 
 
-class OpenSessionParams(msgspec.Struct, kw_only=True, **_W):
+class OpenSessionParams(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     path: str
 
 
-class OpenSessionResult(msgspec.Struct, kw_only=True, **_W):
+class OpenSessionResult(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     session_id: str
     path: str
     header: SessionHeader
@@ -161,17 +160,13 @@ class OpenSessionResult(msgspec.Struct, kw_only=True, **_W):
     dialect: DialectName = "pi"
 
 
-class ListSessionsParams(msgspec.Struct, kw_only=True, **_W):
+class ListSessionsParams(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     cwd: str | None = None
     session_dir: str | None = None
 
 
-# One line of session/list: the store's summary of a session file.
-SessionListing = SessionSummary
-
-
-class ListSessionsResult(msgspec.Struct, kw_only=True, **_W):
-    sessions: list[SessionListing]
+class ListSessionsResult(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
+    sessions: list[SessionSummary]
 
 
 # The leaf an append expects; "" stands for "no entry yet" (null is the same as absent).
@@ -185,7 +180,7 @@ ExpectedLeafId = Annotated[
 ]
 
 
-class AppendParams(msgspec.Struct, kw_only=True, **_W):
+class AppendParams(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     session_id: str
     # Entry objects without id, parentId and timestamp, e.g.
     # {"type": "message", "message": {"role": "user", "content": "hi"}}.
@@ -195,27 +190,13 @@ class AppendParams(msgspec.Struct, kw_only=True, **_W):
     expected_leaf_id: ExpectedLeafId | None = None
 
 
-class Usage(msgspec.Struct, kw_only=True, **_W):
-    """How full the context is at the leaf."""
-
-    tokens: int
-    context_window: int
-    threshold: int
-    should_compact: bool
-    percent: float
-    # The last measured usage (after the latest compaction) and the estimate after it.
-    usage_tokens: int
-    trailing_tokens: int
-    estimator: str
-
-
-class AppendResult(msgspec.Struct, kw_only=True, **_W):
+class AppendResult(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     ids: list[str]
     leaf_id: str | None
     usage: Usage
 
 
-class EntriesParams(msgspec.Struct, kw_only=True, **_W):
+class EntriesParams(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     session_id: str
     # Only these entries (in this order); otherwise a page of the file order.
     ids: list[str] | None = None
@@ -223,36 +204,36 @@ class EntriesParams(msgspec.Struct, kw_only=True, **_W):
     limit: int | None = None
 
 
-class EntriesResult(msgspec.Struct, kw_only=True, **_W):
+class EntriesResult(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     entries: list[StoredEntryJson]
     total: int
 
 
-class EntryParams(msgspec.Struct, kw_only=True, **_W):
+class EntryParams(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     session_id: str
     entry_id: str
 
 
-class EntryResult(msgspec.Struct, kw_only=True, **_W):
+class EntryResult(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     entry: StoredEntryJson
 
 
-class PathParams(msgspec.Struct, kw_only=True, **_W):
+class PathParams(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     session_id: str
     from_id: str | None = None
 
 
-class PathResult(msgspec.Struct, kw_only=True, **_W):
+class PathResult(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     entries: list[StoredEntryJson]
 
 
-class TreeParams(msgspec.Struct, kw_only=True, **_W):
+class TreeParams(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     session_id: str
     # Include a one-line text preview per node (decodes every entry: slower).
     previews: bool = True
 
 
-class TreeNode(msgspec.Struct, kw_only=True, **_W):
+class TreeNode(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     id: str
     parent_id: str | None
     type: str
@@ -266,56 +247,56 @@ class TreeNode(msgspec.Struct, kw_only=True, **_W):
     active: bool = False
 
 
-class TreeResult(msgspec.Struct, kw_only=True, **_W):
+class TreeResult(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     nodes: list[TreeNode]
     root_ids: list[str]
     leaf_id: str | None
 
 
-class LabelParams(msgspec.Struct, kw_only=True, **_W):
+class LabelParams(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     session_id: str
     target_id: str
     # Absent, null or "" clears the label.
     label: str | None = None
 
 
-class AppendedEntry(msgspec.Struct, kw_only=True, **_W):
+class AppendedEntry(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     entry_id: str
     leaf_id: str | None
 
 
-class SetNameParams(msgspec.Struct, kw_only=True, **_W):
+class SetNameParams(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     session_id: str
     name: str
 
 
-class ForkParams(msgspec.Struct, kw_only=True, **_W):
+class ForkParams(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     session_id: str
     # A user message: the new session holds the path before it.
     entry_id: str
 
 
-class ForkResult(msgspec.Struct, kw_only=True, **_W):
+class ForkResult(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     session_id: str
     path: str
     selected_text: str
 
 
-class UserMessagesResult(msgspec.Struct, kw_only=True, **_W):
+class UserMessagesResult(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     messages: list[dict[str, str]]
 
 
 # --------------------------------------------------------------------- context
 
 
-class BuildContextParams(msgspec.Struct, kw_only=True, **_W):
+class BuildContextParams(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     session_id: str
     leaf_id: str | None = None
     format: ContextFormat = "agent"
     context_window: ContextWindow | None = None
 
 
-class BuildContextResult(msgspec.Struct, kw_only=True, **_W):
+class BuildContextResult(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     # pi's AgentMessages ("agent") or provider messages ("llm"); stored messages
     # are their original JSON.
     messages: ContextMessagesJson
@@ -329,12 +310,12 @@ class BuildContextResult(msgspec.Struct, kw_only=True, **_W):
     warnings: list[str] = msgspec.field(default_factory=list)
 
 
-class ContextUsageParams(msgspec.Struct, kw_only=True, **_W):
+class ContextUsageParams(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     session_id: str
     context_window: ContextWindow | None = None
 
 
-class TurnEndedParams(msgspec.Struct, kw_only=True, **_W):
+class TurnEndedParams(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     session_id: str
     context_window: ContextWindow | None = None
     work_done_token: ProgressToken | None = None
@@ -342,14 +323,14 @@ class TurnEndedParams(msgspec.Struct, kw_only=True, **_W):
     model: ModelRef | None = None
 
 
-class CompactionSummaryInfo(msgspec.Struct, kw_only=True, **_W):
+class CompactionSummaryInfo(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     entry_id: str
     reason: str
     tokens_before: int
     tokens_after: int
 
 
-class AutoCompactionReport(msgspec.Struct, kw_only=True, **_W):
+class AutoCompactionReport(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     """What became of the automatic compaction a turn called for (never an error).
 
     ``compacted``: written (``compaction`` has it). ``failed``: every summarizer
@@ -365,7 +346,7 @@ class AutoCompactionReport(msgspec.Struct, kw_only=True, **_W):
     message: str | None = None
 
 
-class TurnEndedResult(msgspec.Struct, kw_only=True, **_W):
+class TurnEndedResult(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     action: Literal["none", "retry", "continue"]
     # With "continue": the message to send as the next user turn.
     prompt: str | None = None
@@ -381,14 +362,14 @@ class TurnEndedResult(msgspec.Struct, kw_only=True, **_W):
 # --------------------------------------------------------------------- compaction
 
 
-class PrepareCompactionParams(msgspec.Struct, kw_only=True, **_W):
+class PrepareCompactionParams(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     session_id: str
     settings: dict[str, Any] | None = None
     # Include the messages themselves, not only their entry ids.
     include_messages: bool = False
 
 
-class CompactionPreparationWire(msgspec.Struct, kw_only=True, **_W):
+class CompactionPreparationWire(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     first_kept_entry_id: str
     is_split_turn: bool
     tokens_before: int
@@ -404,7 +385,7 @@ class CompactionPreparationWire(msgspec.Struct, kw_only=True, **_W):
     turn_prefix_messages: list[StoredMessageJson] | None = None
 
 
-class RunCompactionParams(msgspec.Struct, kw_only=True, **_W):
+class RunCompactionParams(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     session_id: str
     work_done_token: ProgressToken | None = None
     custom_instructions: str | None = None
@@ -415,26 +396,26 @@ class RunCompactionParams(msgspec.Struct, kw_only=True, **_W):
     settings: dict[str, Any] | None = None
 
 
-class RunCompactionResult(msgspec.Struct, kw_only=True, **_W):
+class RunCompactionResult(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     entry: CompactionEntryJson
     tokens_before: int
     tokens_after: int
     from_extension: bool
 
 
-class CloseResult(msgspec.Struct, kw_only=True, **_W):
+class CloseResult(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     # False while other clients still have the session open.
     closed: bool
 
 
-class AbortResult(msgspec.Struct, kw_only=True, **_W):
+class AbortResult(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     aborted: bool
 
 
 # --------------------------------------------------------------------- tree
 
 
-class NavigateParams(msgspec.Struct, kw_only=True, **_W):
+class NavigateParams(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     session_id: str
     target_id: str
     summarize: bool = False
@@ -445,7 +426,7 @@ class NavigateParams(msgspec.Struct, kw_only=True, **_W):
     work_done_token: ProgressToken | None = None
 
 
-class NavigateResult(msgspec.Struct, kw_only=True, **_W):
+class NavigateResult(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     cancelled: bool
     leaf_id: str | None
     aborted: bool = False
@@ -456,149 +437,15 @@ class NavigateResult(msgspec.Struct, kw_only=True, **_W):
 # --------------------------------------------------------------------- settings
 
 
-class GetSettingsParams(msgspec.Struct, kw_only=True, **_W):
+class GetSettingsParams(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     session_id: str | None = None
 
 
-class UpdateSettingsParams(msgspec.Struct, kw_only=True, **_W):
+class UpdateSettingsParams(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     session_id: str | None = None
     settings: dict[str, Any]
 
 
-class SettingsResult(msgspec.Struct, kw_only=True, **_W):
+class SettingsResult(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     settings: dict[str, Any]
     warnings: list[str] = msgspec.field(default_factory=list)
-
-
-# --------------------------------------------------------------------- notifications
-
-
-# Why a session changed: a client's append, a navigation, a compaction, the daemon's
-# own rewrite (pruning), or another program that appended to or replaced the file.
-ChangeReason = Literal[
-    "append", "navigate", "compaction", "rewrite", "fileAppended", "fileRewritten"
-]
-
-
-class SessionChanged(msgspec.Struct, kw_only=True, **_W):
-    session_id: str
-    reason: ChangeReason
-    leaf_id: str | None
-    entry_count: int
-    appended_ids: list[str] = msgspec.field(default_factory=list)
-
-
-class CompactionStartedNotification(msgspec.Struct, kw_only=True, **_W):
-    session_id: str
-    reason: CompactionReason
-    will_retry: bool
-
-
-class CompactionEndedNotification(msgspec.Struct, kw_only=True, **_W):
-    session_id: str
-    reason: CompactionReason
-    aborted: bool
-    will_retry: bool
-    # What was written (or, with an error, would have been).
-    result: CompactionResult | None = None
-    error_message: str | None = None
-    skipped: bool = False
-    entry_id: str | None = None
-    tokens_before: int | None = None
-    tokens_after: int | None = None
-
-
-class SessionRecovered(msgspec.Struct, kw_only=True, **_W):
-    session_id: str
-    path: str
-    recovery: RecoveryReport
-
-
-# --------------------------------------------------------------------- hooks and llm
-
-
-class BeforeCompactHookParams(msgspec.Struct, kw_only=True, **_W):
-    session_id: str
-    preparation: CompactionPreparationWire
-    custom_instructions: str | None = None
-
-
-class SuppliedCompactionWire(msgspec.Struct, kw_only=True, **_W):
-    summary: str
-    first_kept_entry_id: str
-    tokens_before: int
-    details: Any = None
-    short_summary: str | None = None
-    preserve_data: dict[str, Any] | None = None
-
-
-class BeforeCompactHookResult(msgspec.Struct, kw_only=True, **_W):
-    cancel: bool = False
-    compaction: SuppliedCompactionWire | None = None
-
-
-class CompactingHookParams(msgspec.Struct, kw_only=True, **_W):
-    session_id: str
-    messages: list[StoredMessageJson]
-
-
-class CompactingHookResult(msgspec.Struct, kw_only=True, **_W):
-    prompt: str | None = None
-    context: list[str] | None = None
-    preserve_data: dict[str, Any] | None = None
-
-
-class CompactHookParams(msgspec.Struct, kw_only=True, **_W):
-    session_id: str
-    compaction_entry: CompactionEntryJson
-    from_extension: bool
-
-
-class BeforeTreeHookParams(msgspec.Struct, kw_only=True, **_W):
-    session_id: str
-    target_id: str
-    old_leaf_id: str | None
-    common_ancestor_id: str | None
-    entry_ids_to_summarize: list[str]
-    user_wants_summary: bool
-    custom_instructions: str | None = None
-    replace_instructions: bool = False
-    label: str | None = None
-
-
-class SuppliedBranchSummaryWire(msgspec.Struct, kw_only=True, **_W):
-    summary: str
-    details: Any = None
-
-
-class BeforeTreeHookResult(msgspec.Struct, kw_only=True, **_W):
-    cancel: bool = False
-    summary: SuppliedBranchSummaryWire | None = None
-    custom_instructions: str | None = None
-    replace_instructions: bool | None = None
-    label: str | None = None
-
-
-class TreeHookParams(msgspec.Struct, kw_only=True, **_W):
-    session_id: str
-    new_leaf_id: str | None
-    old_leaf_id: str | None
-    summary_entry: BranchSummaryEntryJson | None = None
-    from_extension: bool | None = None
-
-
-class LlmCompleteParams(msgspec.Struct, kw_only=True, rename="camel"):
-    """``llm/complete``: every field is always sent."""
-
-    system_prompt: str
-    prompt: str
-    max_tokens: int
-    # The caller wants extended reasoning (at ``reasoningLevel``, "high" when null).
-    reasoning: bool
-    purpose: Purpose
-    # The session's thinking level; null when ``reasoning`` is false.
-    reasoning_level: ReasoningLevel | None
-
-
-class LlmCompleteResult(msgspec.Struct, kw_only=True, **_W):
-    text: str

@@ -9,13 +9,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sessiond.core.inert import quoted
-from sessiond.errors import REQUEST_CANCELLED, CancelledError
+from sessiond.errors import REQUEST_CANCELLED, OperationCancelledError
 from sessiond.jsonrpc import ClientRequestFailed, ClientReturnedError, Connection
 from sessiond.llm.base import CompletionRequest
-from sessiond.llm.client import ClientComplete
+from sessiond.llm.delegated import DelegatedComplete
 from sessiond.llm.errors import ProviderError
 
-from .types import ClientCapabilities, LlmCompleteParams, LlmCompleteResult
+from .hook_types import LlmCompleteParams, LlmCompleteResult
+from .types import ClientCapabilities
 
 _log = logging.getLogger(__name__)
 # A summary through the editor's model can take minutes; the daemon waits this long.
@@ -58,7 +59,7 @@ class ClientState:
         return hook in self.capabilities.hooks
 
 
-class Clients:
+class ConnectedClients:
     """Connected clients in connection order (the order hooks are asked in)."""
 
     def __init__(self) -> None:
@@ -84,9 +85,9 @@ class Clients:
             if state.id in clients and state.initialized and state.wants(method):
                 state.connection.notify(method, params)
 
-    def llm_client(
+    def delegated_completion(
         self, *, preferred: int | None, audience: Callable[[], Collection[int]]
-    ) -> ClientComplete | None:
+    ) -> DelegatedComplete | None:
         """``llm/complete`` through a client of ``audience`` (the clients that have the
         session open: the request carries its conversation, and the answer is written
         into it): the preferred client if it can, else the first that can. None when no
@@ -128,7 +129,7 @@ class Clients:
                 )
             except ClientReturnedError as exc:
                 if exc.code == REQUEST_CANCELLED:
-                    raise CancelledError("the client cancelled the summary") from None
+                    raise OperationCancelledError("the client cancelled the summary") from None
                 raise
             except ClientRequestFailed as exc:
                 _log.warning("llm/complete through %s failed: %s", chosen.label, exc)

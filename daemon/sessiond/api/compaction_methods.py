@@ -14,15 +14,17 @@ from sessiond.service.compactor import Compactor, prepare, raise_not_compactable
 from sessiond.service.events import CompactionEnded, CompactionStarted
 from sessiond.service.runs import CompactionEvent, run_compaction
 from sessiond.service.turns import end_of_turn
+from sessiond.service.usage import context_usage
 
 from .daemon import Daemon
 from .hooks import preparation_wire
+from .notification_types import CompactionEndedNotification, CompactionStartedNotification
+from .notifications import announce_change
+from .summarizing import end_progress, request_summaries
 from .types import (
     AbortResult,
     AutoCompactionReport,
-    CompactionEndedNotification,
     CompactionPreparationWire,
-    CompactionStartedNotification,
     CompactionSummaryInfo,
     PrepareCompactionParams,
     RunCompactionParams,
@@ -81,7 +83,9 @@ def register(daemon: Daemon) -> None:
     async def run(ctx: RequestContext, params: RunCompactionParams) -> RunCompactionResult:
         actor = await daemon.ready(params.session_id)
         settings = daemon.settings(ctx, actor, params.settings)
-        summaries = daemon.summaries(ctx, actor, settings, "manual", "Compacting the session")
+        summaries = request_summaries(
+            daemon, ctx, actor, settings, "manual", "Compacting the session"
+        )
         compactor = Compactor(
             actor.store,
             settings.compaction,
@@ -111,8 +115,8 @@ def register(daemon: Daemon) -> None:
         try:
             result = await actor.run_long("compaction", work, preempt=True)
         finally:
-            daemon.end_progress(ctx, "Compaction finished")
-        daemon.changed(actor, "compaction")
+            end_progress(daemon, ctx, "Compaction finished")
+        announce_change(actor, "compaction")
         return result
 
     @router.request("compaction/abort", SessionRef)
@@ -129,7 +133,9 @@ def register(daemon: Daemon) -> None:
         model = params.model if params.model is not None else actor.store.leaf_view.model
 
         async def compact(reason: Any, will_retry: bool) -> Any:
-            summaries = daemon.summaries(ctx, actor, settings, "auto", "Compacting the session")
+            summaries = request_summaries(
+                daemon, ctx, actor, settings, "auto", "Compacting the session"
+            )
             compactor = Compactor(
                 actor.store, settings.compaction, estimator, daemon.hooks(actor, settings)
             )
@@ -146,7 +152,7 @@ def register(daemon: Daemon) -> None:
             try:
                 return await actor.run_long("compaction", work)
             finally:
-                daemon.end_progress(ctx, "Compaction finished")
+                end_progress(daemon, ctx, "Compaction finished")
 
         check = await end_of_turn(
             actor.store,
@@ -163,9 +169,9 @@ def register(daemon: Daemon) -> None:
         if check.pruned is not None and not check.pruned.empty:
             # pi's files: appended edits; oh-my-pi's: the file rewritten in place
             pruned = check.pruned
-            daemon.changed(actor, "append" if pruned.edit_ids else "rewrite", pruned.edit_ids)
+            announce_change(actor, "append" if pruned.edit_ids else "rewrite", pruned.edit_ids)
         if check.outcome is not None:
-            daemon.changed(actor, "compaction")
+            announce_change(actor, "compaction")
         outcome = check.outcome
         return TurnEndedResult(
             action=check.action,
@@ -186,5 +192,5 @@ def register(daemon: Daemon) -> None:
             error_message=check.error_message,
             pruned_entries=len(check.pruned.candidates) if check.pruned is not None else 0,
             tokens_saved=check.pruned.tokens_saved if check.pruned is not None else 0,
-            usage=daemon.usage(actor, settings, window),
+            usage=context_usage(actor, settings, window),
         )

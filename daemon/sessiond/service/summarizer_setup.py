@@ -7,10 +7,10 @@ from typing import Literal
 
 from sessiond.llm.base import Completion, CompletionRequest, ProgressCallback
 from sessiond.llm.chain import SummarizerChain
-from sessiond.llm.client import ClientComplete
+from sessiond.llm.delegated import DelegatedComplete
 from sessiond.settings import Settings
 
-from .summaries import SummaryContext, TokenCounter
+from .summarize import SummaryContext, TokenCounter
 
 # Kinds whose model has a context window the request must fit.
 _WINDOWED_KINDS = frozenset({"openai", "anthropic", "client"})
@@ -19,7 +19,7 @@ _WINDOWED_KINDS = frozenset({"openai", "anthropic", "client"})
 def token_counter(settings: Settings) -> TokenCounter:
     if settings.compaction.token_estimator == "chars":
         return lambda text: math.ceil(len(text) / 4)
-    from sessiond.tokenizer import count_tokens
+    from sessiond.tiktoken_offline import count_tokens
 
     return count_tokens
 
@@ -38,11 +38,11 @@ def summary_context(
     settings: Settings,
     *,
     mode: Literal["manual", "auto"],
-    client: ClientComplete | None = None,
+    delegated: DelegatedComplete | None = None,
     progress: ProgressCallback | None = None,
 ) -> SummaryContext:
     """The summarizer chain of ``settings`` in ``mode``, ready for a summary run."""
-    chain = SummarizerChain.from_settings(settings, client=client)
+    chain = SummarizerChain.from_settings(settings, delegated=delegated)
 
     async def complete(request: CompletionRequest, listener: ProgressCallback | None) -> Completion:
         return await chain.complete(request, listener, mode=mode)

@@ -27,6 +27,8 @@ import msgspec
 
 from sessiond.jsonrpc import CancelParams, LogMessageParams, WorkDoneProgress
 
+from . import hook_types as h
+from . import notification_types as n
 from . import types as t
 from .entry_types import SCHEMA_UNIONS
 
@@ -61,21 +63,21 @@ class Message:
 
 # Daemon to client. The hooks/ ones go only to clients that declared the hook.
 NOTIFICATIONS: dict[str, Any] = {
-    "session/changed": t.SessionChanged,
-    "session/recovered": t.SessionRecovered,
-    "compaction/started": t.CompactionStartedNotification,
-    "compaction/ended": t.CompactionEndedNotification,
+    "session/changed": n.SessionChanged,
+    "session/recovered": n.SessionRecovered,
+    "compaction/started": n.CompactionStartedNotification,
+    "compaction/ended": n.CompactionEndedNotification,
     "$/progress": ProgressParams,
     "window/logMessage": LogMessageParams,
-    "hooks/session_compact": t.CompactHookParams,
-    "hooks/session_tree": t.TreeHookParams,
+    "hooks/session_compact": h.CompactHookParams,
+    "hooks/session_tree": h.TreeHookParams,
 }
 # Daemon to client requests: the hooks a client declared, and llm/complete.
 SERVER_REQUESTS: dict[str, tuple[Any, Any]] = {
-    "hooks/session_before_compact": (t.BeforeCompactHookParams, t.BeforeCompactHookResult),
-    "hooks/session.compacting": (t.CompactingHookParams, t.CompactingHookResult),
-    "hooks/session_before_tree": (t.BeforeTreeHookParams, t.BeforeTreeHookResult),
-    "llm/complete": (t.LlmCompleteParams, t.LlmCompleteResult),
+    "hooks/session_before_compact": (h.BeforeCompactHookParams, h.BeforeCompactHookResult),
+    "hooks/session.compacting": (h.CompactingHookParams, h.CompactingHookResult),
+    "hooks/session_before_tree": (h.BeforeTreeHookParams, h.BeforeTreeHookResult),
+    "llm/complete": (h.LlmCompleteParams, h.LlmCompleteResult),
 }
 # LSP's own notifications, both ways: the connection handles them (exit, $/cancelRequest)
 # or the daemon accepts and ignores them (initialized).
@@ -94,10 +96,7 @@ _HOOK_PREFIX = "hooks/"
 NULL_RESULT = "NullResult"
 # msgspec names a component by its class, qualified when two classes share a name;
 # the schema's names must be plain identifiers (clients generate types from them).
-SCHEMA_NAMES: dict[str, str] = {
-    "sessiond.core.messages.Usage": "TokenUsage",
-    "sessiond.rpc.types.Usage": "Usage",
-}
+SCHEMA_NAMES: dict[str, str] = {}
 ROOT_TITLE = "SessiondProtocol"
 
 
@@ -194,6 +193,9 @@ def _plain_names(components: dict[str, Any]) -> dict[str, Any]:
     if qualified:
         raise RuntimeError(f"give these schema components a name in SCHEMA_NAMES: {qualified}")
     renamed = {SCHEMA_NAMES.get(name, name): schema for name, schema in components.items()}
+    for name in SCHEMA_NAMES.values():
+        if name in renamed and "title" in renamed[name]:
+            renamed[name] = {**renamed[name], "title": name}
     pointing: dict[str, Any] = _renamed(renamed, SCHEMA_NAMES)
     return pointing
 

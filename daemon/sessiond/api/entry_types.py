@@ -36,8 +36,8 @@ from sessiond.core.messages import (
     HookMessage,
     PythonExecutionMessage,
     SystemMessage,
+    TokenUsage,
     ToolResultMessage,
-    Usage,
     UserContentBlock,
     UserMessage,
 )
@@ -101,7 +101,7 @@ class CompactionEntryInput(
     from_extension: bool | None = None
     short_summary: str | None = None
     preserve_data: dict[str, Any] | None = None
-    usage: Usage | None = None
+    usage: TokenUsage | None = None
     # Its timestamp may be left out: sessiond stamps the entry's time.
     system_message: SystemMessage | None = None
     tokens_after: int | None = None
@@ -118,7 +118,7 @@ class BranchSummaryEntryInput(
     details: Any = None
     from_hook: bool | None = None
     from_extension: bool | None = None
-    usage: Usage | None = None
+    usage: TokenUsage | None = None
 
 
 class CustomEntryInput(
@@ -174,7 +174,7 @@ class UsageEntryInput(
     kind: str
     provider: str
     model: str
-    usage: Usage
+    usage: TokenUsage
     note: str | None = None
 
 
@@ -238,7 +238,7 @@ class ModelUsageEntryInput(
     api: str
     provider: str
     model: str
-    usage: Usage
+    usage: TokenUsage
     stop_reason: str
     role: str | None = None
     error_message: str | None = None

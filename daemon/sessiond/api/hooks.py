@@ -24,17 +24,15 @@ from sessiond.service.actor import SessionActor
 from sessiond.service.hooks import (
     BeforeCompactAnswer,
     BeforeTreeAnswer,
-    BranchEntries,
+    BranchLoader,
     CompactingAnswer,
-    SuppliedBranchSummary,
-    SuppliedCompaction,
     TreePreparation,
 )
 from sessiond.store.export import message_json
 from sessiond.store.session import SessionStore
 
-from .clients import Clients, ClientState
-from .types import (
+from .clients import ClientState, ConnectedClients
+from .hook_types import (
     BeforeCompactHookParams,
     BeforeCompactHookResult,
     BeforeTreeHookParams,
@@ -42,9 +40,9 @@ from .types import (
     CompactHookParams,
     CompactingHookParams,
     CompactingHookResult,
-    CompactionPreparationWire,
     TreeHookParams,
 )
+from .types import CompactionPreparationWire
 
 _log = logging.getLogger(__name__)
 R = TypeVar("R", bound=msgspec.Struct)
@@ -98,7 +96,7 @@ class ClientHooks:
 
     def __init__(
         self,
-        clients: Clients,
+        clients: ConnectedClients,
         actor: SessionActor,
         timeout_seconds: Callable[[], float],
     ) -> None:
@@ -153,7 +151,7 @@ class ClientHooks:
     async def before_compact(
         self,
         preparation: CompactionPreparation,
-        branch_entries: BranchEntries,
+        branch_entries: BranchLoader,
         custom_instructions: str | None,
     ) -> BeforeCompactAnswer:
         answer = BeforeCompactAnswer()
@@ -168,20 +166,10 @@ class ClientHooks:
             )
             if result is None or _empty(result):
                 continue
-            compaction = result.compaction
             answer = BeforeCompactAnswer(
                 cancel=result.cancel,
-                compaction=SuppliedCompaction(
-                    summary=compaction.summary,
-                    first_kept_entry_id=compaction.first_kept_entry_id,
-                    tokens_before=compaction.tokens_before,
-                    details=compaction.details,
-                    short_summary=compaction.short_summary,
-                    preserve_data=compaction.preserve_data,
-                    supplied_by=client.label,
-                )
-                if compaction is not None
-                else None,
+                compaction=result.compaction,
+                supplied_by=client.label,
                 problems=answer.problems,
             )
             if answer.cancel:
@@ -244,9 +232,7 @@ class ClientHooks:
                 continue
             answer = BeforeTreeAnswer(
                 cancel=result.cancel,
-                summary=SuppliedBranchSummary(result.summary.summary, result.summary.details)
-                if result.summary is not None
-                else None,
+                summary=result.summary,
                 custom_instructions=result.custom_instructions,
                 replace_instructions=result.replace_instructions,
                 label=result.label,

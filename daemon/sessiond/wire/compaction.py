@@ -1,0 +1,28 @@
+"""What a compaction or a branch summary produces, whoever wrote it: a summarizer or a hook."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeAlias
+
+import msgspec
+
+CompactionReason: TypeAlias = Literal["manual", "threshold", "overflow"]
+
+
+class CompactionResult(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
+    """pi's ``CompactionResult``: what was (or would be) written as the entry. A
+    ``session_before_compact`` hook may answer with one, used as it is (as pi does)."""
+
+    summary: str
+    first_kept_entry_id: str
+    tokens_before: int
+    details: Any = None
+    short_summary: str | None = None
+    preserve_data: dict[str, Any] | None = None
+
+
+class SuppliedBranchSummary(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
+    """A branch summary a ``session_before_tree`` hook wrote instead of the summarizer."""
+
+    summary: str
+    details: Any = None
