@@ -15,7 +15,7 @@ from sessiond.core.absent import without_null_optionals
 from sessiond.core.decode import decode_strict_entry
 from sessiond.core.dialect import Dialect
 from sessiond.core.entries import ENTRY_TYPES, Entry, KnownEntry
-from sessiond.errors import InvalidEntryError, NotFoundError
+from sessiond.errors import ConflictError, InvalidEntryError, NotFoundError
 
 from .edits import edit_replacement, editable_role
 from .entry_index import EntryIndex
@@ -29,6 +29,16 @@ _BASE_KEYS: Final = ("id", "parentId", "timestamp")
 _NAMING_TYPES: Final = frozenset({"session_info", "title_change"})
 
 Prepared = tuple[EntryRecord, Entry, bytes]
+
+
+def check_expected_leaf(expected: str | None, leaf_id: str | None) -> None:
+    """``ConflictError`` unless the leaf is the one the caller expects."""
+    if expected != leaf_id:
+        raise ConflictError(
+            f"the session's leaf is {leaf_id or 'none (no entries yet)'}, not {expected or 'none'}",
+            leafId=leaf_id,
+            expectedLeafId=expected,
+        )
 
 
 class EntryBatch:

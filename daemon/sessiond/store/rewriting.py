@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,12 +23,17 @@ from sessiond.core.entries import CompactionEntry, Entry
 from sessiond.errors import InvalidEntryError
 from sessiond.wire.recovery import RecoveryReport
 
+from .entry_index import EntryIndex
 from .file_watch import Observation, observe
 from .fileio import atomic_write
+from .foreign_writes import ForeignWrites
+from .ledger import Ledger
 from .line_check import checked_line
 from .lines import read_chunks, read_lines
 from .records import EntryRecord, new_record
 from .safe_files import FILE_MODE, open_regular
+from .session_file import SessionFile
+from .title_line import write_title
 
 if TYPE_CHECKING:
     from sessiond.core.entries import SessionHeader
@@ -166,35 +171,6 @@ class Rewritten:
     seen: Observation
 
 
-def encode_replacements(
-    replacements: Mapping[str, Mapping[str, Any]], record: Callable[[str], EntryRecord]
-) -> dict[str, bytes]:
-    """Each replacement's line; it must keep its entry's id and type."""
-    encoded: dict[str, bytes] = {}
-    for entry_id, data in replacements.items():
-        if data.get("id") != entry_id or data.get("type") != record(entry_id).type:
-            raise InvalidEntryError(f"a replacement for {entry_id} must keep its id and type")
-        encoded[entry_id] = msgspec.json.encode(data)
-    return encoded
-
-
-def rewrite_plan(
-    path: Path,
-    skip_first: int,
-    records: Iterable[EntryRecord],
-    encoded: dict[str, bytes],
-    record: Callable[[str], EntryRecord],
-) -> RewritePlan:
-    return RewritePlan(
-        path=path,
-        mode=_file_mode(path),
-        skip_first=skip_first,
-        indexed={r.offset for r in records},
-        replaced_at={record(entry_id).offset: line for entry_id, line in encoded.items()},
-        encoded=encoded,
-    )
-
-
 def write_rewrite(plan: RewritePlan) -> Rewritten:
     """The file rewritten with the plan's lines (file work of its whole size; any thread,
     nothing of the store touched)."""
@@ -237,6 +213,106 @@ def write_rewrite(plan: RewritePlan) -> Rewritten:
     finally:
         os.close(fd)
     return Rewritten(new_offsets, new_size, seen)
+
+
+class Rewriter:
+    """Forks and rewrites of one session's file, decided from its index."""
+
+    def __init__(
+        self,
+        file: SessionFile,
+        index: EntryIndex,
+        ledger: Ledger,
+        foreign: ForeignWrites,
+        *,
+        header: SessionHeader,
+        storage: StorageSettings,
+        clock: Clock,
+    ) -> None:
+        self._file = file
+        self._index = index
+        self._ledger = ledger
+        self._foreign = foreign
+        self._header = header
+        self._storage = storage
+        self._clock = clock
+
+    def fork_plan(
+        self,
+        leaf: EntryRecord,
+        entry_of: Callable[[EntryRecord], Entry],
+        title_of: TitleSlot | None,
+        *,
+        path: str | os.PathLike[str] | None,
+        session_dir: str | os.PathLike[str] | None,
+    ) -> ForkPlan:
+        """The fork of the path to ``leaf`` (``fork_plan``)."""
+        return fork_plan(
+            self._index.path_to(leaf),
+            entry_of,
+            self._file.unwritten_line,
+            self._index.labels,
+            source=self._file.path,
+            header=self._header,
+            storage=self._storage,
+            clock=self._clock,
+            path=path,
+            session_dir=session_dir,
+            title_of=title_of,
+        )
+
+    def plan(
+        self, replacements: Mapping[str, Mapping[str, Any]], record: Callable[[str], EntryRecord]
+    ) -> RewritePlan | None:
+        """Check and encode the replacements (``record``: an entry's record, or an error);
+        None when they were taken in memory (a session not written yet). Nothing more is
+        appended until ``take``: the descriptor for appending is closed here."""
+        encoded: dict[str, bytes] = {}
+        for entry_id, data in replacements.items():
+            if data.get("id") != entry_id or data.get("type") != record(entry_id).type:
+                raise InvalidEntryError(f"a replacement for {entry_id} must keep its id and type")
+            encoded[entry_id] = msgspec.json.encode(data)
+        file = self._file
+        if not file.persisted:
+            for entry_id, line in encoded.items():
+                file.replace_unwritten(entry_id, line)
+                self._index.replaced(entry_id, len(line))
+            return None
+        file.stop_appending()
+        return RewritePlan(
+            path=file.path,
+            mode=_file_mode(file.path),
+            skip_first=self._foreign.skip_first,
+            indexed={r.offset for r in self._index.records},
+            replaced_at={record(entry_id).offset: line for entry_id, line in encoded.items()},
+            encoded=encoded,
+        )
+
+    def take(self, plan: RewritePlan, done: Rewritten) -> None:
+        """The index and the file's end after ``write_rewrite`` (memory only, and a new
+        descriptor to append)."""
+        self._index.move_offsets(done.new_offsets)
+        for entry_id, line in plan.encoded.items():
+            self._index.replaced(entry_id, len(line))
+        self._file.rewritten(done.size)
+        # Offsets of damaged lines moved: the next open scans and indexes afresh.
+        self._ledger.drop()
+        self._foreign.took(done.seen)
+
+    def retitle(
+        self, slot: TitleSlot, title: str, timestamp: str, recovery: RecoveryReport
+    ) -> TitleSlot:
+        """oh-my-pi's title line rewritten (``title_line.write_title``); the new slot."""
+        return write_title(
+            slot,
+            title,
+            timestamp,
+            file=self._file,
+            index=self._index,
+            ledger=self._ledger,
+            foreign=self._foreign,
+            recovery=recovery,
+        )
 
 
 def file_lines(path: Path) -> Iterator[tuple[int, bytes | Iterator[bytes]]]:
