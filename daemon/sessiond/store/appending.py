@@ -18,7 +18,7 @@ from .entry_validation import Prepared
 from .foreign_writes import ForeignWrites
 from .ledger import Ledger
 from .recovery import RecoveryReport
-from .scan import ScanResult
+from .scan_result import ScanResult
 from .session_file import SessionFile
 
 # Entries that are fsynced before an append returns, whatever the policy.

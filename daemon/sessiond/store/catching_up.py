@@ -30,7 +30,8 @@ from .lines import read_chunks
 from .opening import read_session
 from .records import EntryRecord
 from .safe_files import open_regular
-from .scan import EAGER_TYPES, AppendedLines, ScanResult, decode_metadata, scan_appended
+from .scan import AppendedLines, scan_appended
+from .scan_result import EAGER_TYPES, ScanResult, decode_metadata
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from sessiond.core.entries import Entry, LabelEntry, SessionInfoEntry
 
 from .records import EntryRecord
 from .recovery import RecoveryReport
-from .scan import EAGER_TYPES, decode_metadata
+from .scan_result import EAGER_TYPES, decode_metadata
 
 _MESSAGE_CACHE_SIZE: Final = 4096
 

@@ -29,7 +29,7 @@ from .opening import repair_torn_tail
 from .records import EntryRecord
 from .recovery import RecoveryReport, TornTail
 from .safe_files import open_regular
-from .scan import ScanResult
+from .scan_result import ScanResult
 from .session_file import SessionFile
 
 

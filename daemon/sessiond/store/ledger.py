@@ -15,7 +15,7 @@ from sessiond.core.title_slot import TitleSlot
 from . import index_file
 from .records import EntryRecord
 from .recovery import RecoveryReport
-from .scan import ScanResult
+from .scan_result import ScanResult
 
 
 class Ledger:

@@ -31,13 +31,13 @@ from .lock import SessionLock
 from .migrate import Migration
 from .safe_files import check_regular_or_absent, open_regular
 from .scan import (
-    ScanResult,
     file_chunks,
     open_session_file,
     read_session_bytes,
     scan,
     scan_rest,
 )
+from .scan_result import ScanResult
 
 
 def lock_existing(path: Path) -> SessionLock:

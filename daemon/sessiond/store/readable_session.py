@@ -25,7 +25,7 @@ from .leaf_view import LeafView
 from .omp_leaf_view import OmpLeafView
 from .records import EntryRecord
 from .recovery import RecoveryReport
-from .scan import ScanResult
+from .scan_result import ScanResult
 
 # The view that keeps the current leaf's context, by the file's dialect.
 ContextView = LeafView | OmpLeafView

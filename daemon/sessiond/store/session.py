@@ -36,7 +36,7 @@ from .foreign_writes import CatchUpNeeded, Followed, ForeignWrites
 from .ledger import Ledger
 from .readable_session import ReadableSession
 from .recovery import TornTail
-from .scan import ScanResult
+from .scan_result import ScanResult
 from .session_file import SessionFile
 from .store_parts import Clock, StoreParts, existing_parts, new_parts, utc_now
 
@@ -72,6 +72,9 @@ class SessionStore(ReadableSession):
         # appended: it would go to the file the rewrite replaces.
         self.appends_held = False
         self._take_scan(scan_result)
+        if parts.title_slot is not None:
+            self.start_titled(parts.title_slot)
+            foreign.skip_first = parts.title_slot.length
         if scan_result is not None and parts.source_fd is None:
             torn = scan_result.report.torn_tail
             if torn is not None and torn.saved_to is None:
@@ -143,12 +146,7 @@ class SessionStore(ReadableSession):
             clock=clock,
             title_of=title_of,
         )
-        store = cls(parts)
-        if title_of is not None:
-            slot = title_line.starting_slot(title_of.title, title_of.source, parts.header.timestamp)
-            store.start_titled(slot)
-            store._foreign.skip_first = slot.length
-        return store
+        return cls(parts)
 
     # ------------------------------------------------------------------ the file
 

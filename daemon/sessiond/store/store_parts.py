@@ -22,7 +22,8 @@ from .ids import new_session_id
 from .lock import SessionLock
 from .opening import lock_existing, read_session
 from .safe_files import check_regular_or_absent, make_private_directories
-from .scan import ScanResult
+from .scan_result import ScanResult
+from .title_line import starting_slot
 
 Clock = Callable[[], datetime]
 
@@ -46,6 +47,8 @@ class StoreParts:
     # file) in place of the file.
     source_fd: int | None
     clock: Clock
+    # A new oh-my-pi session's title line (a fork of one): the file starts with it.
+    title_slot: TitleSlot | None = None
 
     def release(self) -> None:
         """Give back what was taken (a store could not be built from the parts)."""
@@ -116,6 +119,11 @@ def new_parts(
         lock=lock,
         source_fd=None,
         clock=clock,
+        title_slot=(
+            starting_slot(title_of.title, title_of.source, created)
+            if title_of is not None
+            else None
+        ),
     )
 
 
