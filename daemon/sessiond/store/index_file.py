@@ -398,9 +398,3 @@ def _prune(directory: Path, keep: Path) -> None:
             if entry.path != str(keep):
                 with contextlib.suppress(OSError):
                     os.unlink(entry.path)
-
-
-def forget(session_path: Path, directory: Path | None = None) -> None:
-    """Remove the index of a session (after a rewrite makes it useless)."""
-    with contextlib.suppress(OSError):
-        os.unlink(index_path_for(session_path, directory))
