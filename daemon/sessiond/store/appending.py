@@ -10,6 +10,7 @@ import msgspec
 from sessiond.core.entries import CURRENT_SESSION_VERSION, MessageEntry, SessionHeader
 from sessiond.core.messages import AssistantMessage
 from sessiond.core.title_slot import TitleSlot
+from sessiond.wire.recovery import RecoveryReport
 
 from . import title_line
 from .catching_up import Grown
@@ -17,7 +18,6 @@ from .entry_index import EntryIndex
 from .entry_validation import Prepared
 from .foreign_writes import ForeignWrites
 from .ledger import Ledger
-from .recovery import RecoveryReport
 from .scan_result import ScanResult
 from .session_file import SessionFile
 

@@ -14,19 +14,19 @@ import msgspec
 
 from sessiond.core.context import iso_to_ms, path_to
 from sessiond.core.entries import Entry, LabelEntry, SessionInfoEntry
+from sessiond.wire.recovery import RecoveryReport
 
 from .records import EntryRecord
-from .recovery import RecoveryReport
 from .scan_result import EAGER_TYPES, decode_metadata
 
 _MESSAGE_CACHE_SIZE: Final = 4096
 
 
-class TreeNode(msgspec.Struct, kw_only=True):
+class RecordNode(msgspec.Struct, kw_only=True):
     """One node of ``get_tree``: an entry's record, its children, its current label."""
 
     record: EntryRecord
-    children: list[TreeNode]
+    children: list[RecordNode]
     label: str | None = None
 
 
@@ -261,14 +261,14 @@ class EntryIndex:
             self._children = children
         return [r for r in self._children.get(parent_id, ()) if r.id != parent_id]
 
-    def tree(self) -> list[TreeNode]:
+    def tree(self) -> list[RecordNode]:
         """pi's ``getTree``: roots in file order, children sorted by timestamp."""
-        nodes: dict[str, TreeNode] = {}
+        nodes: dict[str, RecordNode] = {}
         for record in self._records:
-            nodes[record.id] = TreeNode(
+            nodes[record.id] = RecordNode(
                 record=record, children=[], label=self._labels.get(record.id)
             )
-        roots: list[TreeNode] = []
+        roots: list[RecordNode] = []
         for record in self._records:
             node = nodes[record.id]
             if node.record is not record:

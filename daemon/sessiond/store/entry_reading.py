@@ -8,13 +8,13 @@ import msgspec
 from sessiond.core.decode import NotAnEntry, decode_entry
 from sessiond.core.entries import Entry
 from sessiond.errors import FileChangedError
+from sessiond.wire.recovery import DamagedLine, RecoveryReport
 
 from . import line_check
 from .catching_up import line_numbers
 from .entry_index import EntryIndex
 from .foreign_writes import ForeignWrites
 from .records import EntryRecord
-from .recovery import DamagedLine, RecoveryReport
 from .session_file import SessionFile
 
 

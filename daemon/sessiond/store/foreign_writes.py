@@ -20,6 +20,7 @@ import msgspec
 from sessiond.core.entries import CURRENT_SESSION_VERSION, Entry, SessionHeader
 from sessiond.core.title_slot import TitleSlot
 from sessiond.errors import BusyError, StorageError
+from sessiond.wire.recovery import RecoveryReport, TornTail
 
 from .catching_up import ChangePlan, Grown, decode_eager, read_grown
 from .entry_index import EntryIndex
@@ -27,7 +28,6 @@ from .file_watch import FileFollower, Observation, observe
 from .ledger import Ledger, merge_reports
 from .opening import repair_torn_tail
 from .records import EntryRecord
-from .recovery import RecoveryReport, TornTail
 from .safe_files import open_regular
 from .scan_result import ScanResult
 from .session_file import SessionFile

@@ -11,10 +11,10 @@ from typing import Any
 import msgspec
 
 from sessiond.core.title_slot import TitleSlot
+from sessiond.wire.recovery import RecoveryReport
 
 from . import index_file
 from .records import EntryRecord
-from .recovery import RecoveryReport
 from .scan_result import ScanResult
 
 

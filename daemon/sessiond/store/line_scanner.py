@@ -26,11 +26,11 @@ from sessiond.core.title_slot import (
     parse_title_slot,
 )
 from sessiond.errors import InvalidSessionFileError
+from sessiond.wire.recovery import DamagedLine, RecoveryReport, TornTail, preview_of
 
 from .budget import MemoryBudget
 from .lines import MAX_LINE_BYTES, PartialLine
 from .records import KEYS_DECODER, EntryRecord, LineKeys, keys_or_none, loose_keys, record_of
-from .recovery import DamagedLine, RecoveryReport, TornTail, preview_of
 from .scan_result import ScanResult
 
 _BOM: Final = b"\xef\xbb\xbf"

@@ -13,18 +13,18 @@ from typing import Final
 
 import msgspec
 
-from sessiond.core.context import UNSET, SessionContext, _Unset, context_from_path
+from sessiond.core.context import UNSET, SessionContext, Unset, context_from_path
 from sessiond.core.dialect import Dialect, dialect_for
 from sessiond.core.entries import Entry, SessionHeader
 from sessiond.core.title_slot import TitleSlot
 from sessiond.errors import NotFoundError
+from sessiond.wire.recovery import RecoveryReport
 
-from .entry_index import EntryIndex, TreeNode
+from .entry_index import EntryIndex, RecordNode
 from .entry_reading import EntryReader
 from .leaf_view import LeafView
 from .omp_leaf_view import OmpLeafView
 from .records import EntryRecord
-from .recovery import RecoveryReport
 from .scan_result import ScanResult
 
 # The view that keeps the current leaf's context, by the file's dialect.
@@ -183,17 +183,17 @@ class ReadableSession:
     def get_label(self, entry_id: str) -> str | None:
         return self._index.labels.get(entry_id)
 
-    def get_tree(self) -> list[TreeNode]:
+    def get_tree(self) -> list[RecordNode]:
         """pi's ``getTree``: roots in file order, children sorted by timestamp."""
         return self._index.tree()
 
     # ------------------------------------------------------------------ the leaf
 
-    def build_context(self, leaf_id: str | _Unset | None = UNSET) -> SessionContext:
+    def build_context(self, leaf_id: str | Unset | None = UNSET) -> SessionContext:
         """pi's ``buildSessionContext`` for ``leaf_id`` (default: the current leaf)."""
         if leaf_id is None:
             return context_from_path([])
-        if isinstance(leaf_id, _Unset) or leaf_id == self.leaf_id:
+        if isinstance(leaf_id, Unset) or leaf_id == self.leaf_id:
             return self._view.context()
         record = self._index.get(leaf_id)
         if record is None:

@@ -33,6 +33,7 @@ from .lines import read_chunks, read_lines
 from .records import EntryRecord, new_record
 from .safe_files import FILE_MODE, open_regular
 from .session_file import SessionFile
+from .store_parts import Clock
 from .title_line import write_title
 
 if TYPE_CHECKING:
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
     from sessiond.settings import StorageSettings
 
 
-Clock = Callable[[], datetime]
 Copied = list[tuple[EntryRecord, Entry, bytes]]
 
 

@@ -18,14 +18,13 @@ from pathlib import Path
 from typing import Final
 
 from sessiond.errors import InvalidSessionFileError
-from sessiond.wire.recovery import DamagedLine, RecoveryReport, TornTail, preview_of
+from sessiond.wire.recovery import RecoveryReport
 
 from .budget import MemoryBudget
 from .fileio import path_error
 from .line_scanner import LineScanner
 from .lines import PartialLine
 from .records import EntryRecord
-from .recovery import RecoveryReport
 from .safe_files import open_regular
 from .scan_result import ScanResult
 

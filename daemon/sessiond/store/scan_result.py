@@ -10,9 +10,9 @@ import msgspec
 from sessiond.core.decode import NotAnEntry, decode_entry
 from sessiond.core.entries import SessionHeader, UnknownEntry
 from sessiond.core.title_slot import TitleSlot
+from sessiond.wire.recovery import RecoveryReport
 
 from .records import EntryRecord
-from .recovery import RecoveryReport
 
 # Entries the index decodes whole: small, and needed for labels and the name.
 EAGER_TYPES: Final = frozenset({"label", "session_info"})

@@ -16,14 +16,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sessiond.core.context import UNSET, _Unset, iso_to_ms
+from sessiond.core.context import UNSET, Unset, iso_to_ms
 from sessiond.core.entries import ENTRY_TYPES, Entry
 from sessiond.core.title_slot import TitleSlot
 from sessiond.core.tokens import Estimator
 from sessiond.errors import BusyError, StorageError
 from sessiond.paths import iso_now
 from sessiond.settings import StorageSettings
-from sessiond.wire.recovery import DamagedLine, RecoveryReport
+from sessiond.wire.recovery import TornTail
 
 from . import rewriting, title_line
 from .appending import EntryWriter
@@ -35,7 +35,6 @@ from .file_watch import Observation
 from .foreign_writes import CatchUpNeeded, Followed, ForeignWrites
 from .ledger import Ledger
 from .readable_session import ReadableSession
-from .recovery import TornTail
 from .scan_result import ScanResult
 from .session_file import SessionFile
 from .store_parts import Clock, StoreParts, existing_parts, new_parts, utc_now
@@ -206,7 +205,7 @@ class SessionStore(ReadableSession):
             )
         if self._file.persisted:
             self._before_append()
-        if not isinstance(expected_leaf_id, _Unset):
+        if not isinstance(expected_leaf_id, Unset):
             check_expected_leaf(expected_leaf_id, self.leaf_id)
         timestamp = iso_now(self._clock())
         edits = any(isinstance(b, Mapping) and b.get("type") == "context_edit" for b in bodies)

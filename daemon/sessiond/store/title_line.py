@@ -25,11 +25,11 @@ from sessiond.core.title_slot import (
     serialize_title_slot,
 )
 from sessiond.errors import InvalidParamsError
+from sessiond.wire.recovery import RecoveryReport
 
 from .entry_index import EntryIndex
 from .foreign_writes import ForeignWrites
 from .ledger import Ledger
-from .recovery import RecoveryReport
 from .session_file import SessionFile
 
 
