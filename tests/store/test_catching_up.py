@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 
 from sessiond.settings import StorageSettings
-from sessiond.store import following
 from sessiond.store.catching_up import read_changes
-from sessiond.store.following import CatchUpNeeded
+from sessiond.store.foreign_writes import CatchUpNeeded
 from sessiond.store.session import SessionStore
 
 from .helpers import assistant, stored_line, user
@@ -46,22 +45,22 @@ def _appended_by_others(store: SessionStore, count: int, size: int) -> list[str]
 
 def test_changes_read_apart_are_taken_in_as_a_follow_would(store: SessionStore) -> None:
     ids = _appended_by_others(store, 3, 100)
-    plan = following.plan(store)
+    plan = store.plan_changes()
     assert plan is not None and plan.verdict == "grew"
-    taken = following.take_changes(store, read_changes(plan))
+    taken = store.take_changes(read_changes(plan))
     assert taken is not None and taken.appended_ids == ids
     assert store.leaf_id == ids[-1]
-    assert following.plan(store) is None
+    assert store.plan_changes() is None
 
 
 def test_changes_read_for_a_store_that_moved_on_are_not_taken(store: SessionStore) -> None:
     _appended_by_others(store, 1, 100)
-    plan = following.plan(store)
+    plan = store.plan_changes()
     assert plan is not None
     changes = read_changes(plan)
     store.follow()  # the store took them in meanwhile (and so moved on)
     count = store.entry_count
-    assert following.take_changes(store, changes) is None
+    assert store.take_changes(changes) is None
     assert store.entry_count == count
 
 
@@ -72,9 +71,9 @@ def test_a_replaced_file_is_read_again_apart(store: SessionStore, tmp_path: Path
         replacement.append(assistant("indeed"))
         replacement.append(user("three"))
     os.replace(other, store.path)
-    plan = following.plan(store)
+    plan = store.plan_changes()
     assert plan is not None and plan.verdict == "replaced"
-    taken = following.take_changes(store, read_changes(plan))
+    taken = store.take_changes(read_changes(plan))
     assert taken is not None and taken.reason == "fileRewritten"
     assert store.entry_count == 3
 
@@ -88,9 +87,9 @@ def test_in_place_no_more_than_the_limit_is_read(store: SessionStore) -> None:
         store.append(user("mine"))
     with pytest.raises(CatchUpNeeded):
         store.follow()
-    plan = following.plan(store)
+    plan = store.plan_changes()
     assert plan is not None
-    following.take_changes(store, read_changes(plan))
+    store.take_changes(read_changes(plan))
     written = store.append(user("mine"))
     assert store.record(written.id).parent_id == "other003"
     store.close()

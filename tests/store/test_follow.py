@@ -10,7 +10,7 @@ import pytest
 
 from sessiond.errors import BusyError, ConflictError
 from sessiond.settings import StorageSettings
-from sessiond.store import follow
+from sessiond.store import file_watch
 from sessiond.store.session import SessionStore
 
 from .helpers import assistant, stored_line, user
@@ -102,7 +102,7 @@ def test_an_unfinished_line_is_waited_for_not_cut(store: SessionStore) -> None:
 def test_a_line_left_unfinished_past_the_grace_is_cut_off_when_appending(
     store: SessionStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(follow, "UNFINISHED_GRACE_S", 0.0)
+    monkeypatch.setattr(file_watch, "UNFINISHED_GRACE_S", 0.0)
     leaf = store.leaf_id
     torn = stored_line("0the0001", leaf, "its writer crashed")[:40]
     _other_program_appends(store.path, torn)

@@ -277,17 +277,17 @@ def test_a_racy_index_is_not_trusted_for_an_unchanged_size(tmp_path: Path) -> No
     meta = msgspec.msgpack.decode(
         data[8 : 8 + int.from_bytes(data[:8], "little")], type=index_file.IndexMeta
     )
-    assert not index_file._racy(meta)  # written more than a tick after the file was made
+    assert not index_file.is_racy(meta)  # written more than a tick after the file was made
     fine = 1_700_000_000_123_456_789
     racy = msgspec.structs.replace(meta, ctime_ns=fine, mtime_ns=fine, written_ns=fine + 5_000_000)
-    assert index_file._racy(racy)
+    assert index_file.is_racy(racy)
     settled = msgspec.structs.replace(racy, written_ns=fine + 30_000_000)
-    assert not index_file._racy(settled)
+    assert not index_file.is_racy(settled)
     whole_seconds = 1_700_000_000_000_000_000
     coarse = msgspec.structs.replace(
         meta, ctime_ns=whole_seconds, mtime_ns=whole_seconds, written_ns=whole_seconds + 10**9
     )
-    assert index_file._racy(coarse)  # a second later is within two whole-second ticks
+    assert index_file.is_racy(coarse)  # a second later is within two whole-second ticks
 
 
 def test_read_only_opens_never_write_the_session_and_skip_an_unwritable_cache(

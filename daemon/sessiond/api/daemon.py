@@ -30,7 +30,7 @@ from sessiond.settings import (
     settings_to_builtins,
 )
 from sessiond.settings_trust import configured_secrets
-from sessiond.store.following import CatchUpNeeded, Followed
+from sessiond.store.foreign_writes import CatchUpNeeded, Followed
 
 from .clients import ClientState, ConnectedClients
 from .hooks import ClientHooks

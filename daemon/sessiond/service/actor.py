@@ -31,9 +31,8 @@ from sessiond.errors import (
     StorageError,
 )
 from sessiond.settings import LayerCache, Settings
-from sessiond.store import following
 from sessiond.store.catching_up import read_changes
-from sessiond.store.following import Followed
+from sessiond.store.foreign_writes import Followed
 from sessiond.store.session import SessionStore
 from sessiond.tiktoken_offline import estimator as estimator_named
 
@@ -124,11 +123,11 @@ class SessionActor:
         if not self._gate.free or self._closed:
             return False
         try:
-            pending = following.plan(self.store) is not None
+            pending = self.store.plan_changes() is not None
         except (OSError, SessiondError):
             pending = False  # cannot look: serve what is held, as before
         if not pending:
-            self._announce(following.take_unannounced(self.store))
+            self._announce(self.store.take_unannounced())
         return not pending
 
     async def use(self, work: Callable[[SessionActor], T], *, repair: bool = False) -> T:
@@ -189,11 +188,11 @@ class SessionActor:
             if self._closed:
                 return
             try:
-                plan = following.plan(self.store)
+                plan = self.store.plan_changes()
                 if plan is None:
                     break
                 changes = await in_worker(read_changes, plan)
-                taken = following.take_changes(self.store, changes)
+                taken = self.store.take_changes(changes)
             except (SessiondError, OSError) as exc:
                 # What was read stays served; a write, which must first take the changes
                 # in, fails with this (see ``rpc.daemon``).
@@ -201,12 +200,12 @@ class SessionActor:
                 self._warn_following(exc)
                 return
             self._announce([taken] if taken is not None else [])
-        self._announce(following.take_unannounced(self.store))
+        self._announce(self.store.take_unannounced())
         if repair:
             await self._cut_stale_tail()
 
     async def _cut_stale_tail(self) -> None:
-        job = following.stale_tail_cut(self.store)
+        job = self.store.stale_tail_cut()
         if job is None:
             return
         torn, cut = job
@@ -216,7 +215,7 @@ class SessionActor:
             self._warn_following(exc)
             return
         if not self._closed:
-            following.take_cut(self.store, torn, seen)
+            self.store.take_cut(torn, seen)
 
     def _warn_following(self, exc: Exception) -> None:
         what = exc.message if isinstance(exc, SessiondError) else exc

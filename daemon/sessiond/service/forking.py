@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from sessiond.core.entries import MessageEntry
 from sessiond.core.messages import UserMessage, text_of_blocks
 from sessiond.errors import InvalidParamsError
-from sessiond.store.rewriting import fork_plan, write_fork
 from sessiond.store.session import SessionStore
 
 INVALID_FORK_ENTRY = "Invalid entry ID for forking"
@@ -50,8 +49,8 @@ def fork_job(store: SessionStore, entry_id: str) -> ForkJob:
                 cwd, session_dir=directory, parent_session=parent, storage=storage
             ),
         )
-    plan = fork_plan(store, entry.parent_id)
-    return ForkJob(selected_text, lambda: write_fork(plan))
+    plan = store.fork_plan(entry.parent_id)
+    return ForkJob(selected_text, lambda: SessionStore.from_fork(plan))
 
 
 def fork_at_user_message(store: SessionStore, entry_id: str) -> ForkedStore:

@@ -2,18 +2,15 @@
 pi's files, the tool results edited in place on oh-my-pi's (the originals copied to
 ``<session>.pruned`` first). The rules: protocol/behaviour.md, "Pruning old tool output".
 
-The archive is opened like every file beside a session (``store.safe_files``): a link,
-a FIFO, a file others can write or one sessiond did not make (``notOurs``) is refused,
-and then nothing is pruned.
+The archive is ``store.pruned_archive``'s: when it refuses the file at its name,
+nothing is pruned.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -21,11 +18,9 @@ import msgspec
 from sessiond.core.projected_path import ProjectedPath
 from sessiond.core.pruning import PrunePlan, plan_pruning, pruning_edit, truncation_notice
 from sessiond.core.tokens import Estimator
-from sessiond.errors import StorageError
-from sessiond.store.fileio import fsync_directory, write_all
 from sessiond.store.path_access import StorePath
-from sessiond.store.rewriting import Rewritten, plan_rewrite, take_rewrite, write_rewrite
-from sessiond.store.safe_files import open_own_sidecar
+from sessiond.store.pruned_archive import archive_lines, archive_path
+from sessiond.store.rewriting import Rewritten, write_rewrite
 from sessiond.store.session import SessionStore
 
 from .workers import Exclusive, in_worker
@@ -75,17 +70,17 @@ def _in_place(store: SessionStore, plan: PrunePlan) -> _InPlace:
     for candidate, original in zip(plan.candidates, originals, strict=True):
         data = msgspec.json.decode(original)
         replacements[candidate.entry_id] = pruned_line_data(data, candidate.tokens, pruned_at)
-    archive = Path(archive_path(store)) if store.persisted else None
-    rewrite = plan_rewrite(store, replacements)
+    archive = archive_path(store.path) if store.persisted else None
+    rewrite = store.plan_rewrite(replacements)
 
     def write() -> Rewritten | None:
         if archive is not None:
-            _archive(archive, originals)
+            archive_lines(archive, originals)
         return write_rewrite(rewrite) if rewrite is not None else None
 
     def take(done: Rewritten | None) -> None:
         if rewrite is not None and done is not None:
-            take_rewrite(store, rewrite, done)
+            store.take_rewrite(rewrite, done)
 
     return _InPlace(write, take)
 
@@ -98,41 +93,3 @@ def pruned_line_data(data: dict[str, Any], tokens: int, pruned_at: int) -> dict[
     message["content"] = [{"type": "text", "text": truncation_notice(tokens)}]
     message["prunedAt"] = pruned_at
     return {**data, "message": message}
-
-
-def archive_path(store: SessionStore) -> str:
-    return str(store.path) + ".pruned"
-
-
-# The first line of an archive sessiond makes.
-ARCHIVE_MARK = b'{"type":"sessiond.prunedOutputs","version":1}\n'
-
-
-def _is_archive(first_line: bytes) -> bool:
-    """An archive's first line: the mark, or (older archives had none) an entry's line."""
-    if first_line + b"\n" == ARCHIVE_MARK:
-        return True
-    try:
-        value = msgspec.json.decode(first_line)
-    except (msgspec.DecodeError, RecursionError):
-        return False
-    return (
-        isinstance(value, dict)
-        and isinstance(value.get("type"), str)
-        and isinstance(value.get("id"), str)
-    )
-
-
-def _archive(path: Path, lines: list[bytes]) -> None:
-    try:
-        fd = open_own_sidecar(path, "pruned-output archive", ARCHIVE_MARK, _is_archive)
-        try:
-            write_all(fd, b"".join(line + b"\n" for line in lines))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        raise StorageError(
-            f"cannot write pruned outputs to {path}: {exc.strerror or exc}", path=str(path)
-        ) from None
-    fsync_directory(path.parent)

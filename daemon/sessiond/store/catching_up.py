@@ -4,14 +4,14 @@ What another program did to a session file can be of any size: lines appended, a
 replaced, a sparse hole of gigabytes. A daemon serves every client from one event loop
 and must never read such things there. So following is split in three:
 
-- ``plan`` (where the store is used; one ``stat`` and at most a few KiB read) decides
-  whether anything changed, and notes what the read needs to know;
+- ``SessionStore.plan_changes`` (where the store is used; one ``stat`` and at most a few
+  KiB read) decides whether anything changed, and notes what the read needs to know;
 - ``read_changes`` reads and scans what changed (in a worker thread: it touches no
   state of the store, only the file, through a descriptor of its own);
-- ``take_changes`` (where the store is used again; memory only) applies it, unless the
-  store moved on meanwhile (its own append), in which case the store looks again.
+- ``SessionStore.take_changes`` (where the store is used again; memory only) applies
+  it, unless the store moved on meanwhile (its own append): then the store looks again.
 
-``following.follow`` runs the three in a row, for callers that have no event loop.
+``SessionStore.follow`` runs the three in a row, for callers that have no event loop.
 """
 
 from __future__ import annotations
@@ -19,22 +19,19 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-from sessiond.core.entries import CURRENT_SESSION_VERSION
 from sessiond.errors import StorageError
 from sessiond.wire.recovery import DamagedLine, RecoveryReport
 
 from .budget import MemoryBudget
-from .follow import Observation, observe
+from .file_watch import Observation, observe
 from .lines import read_chunks
 from .opening import read_session
 from .records import EntryRecord
 from .safe_files import open_regular
-from .scan import EAGER_TYPES, AppendedLines, ScanResult, decode_metadata, scan_appended
-
-if TYPE_CHECKING:
-    from .session import SessionStore
+from .scan import AppendedLines, scan_appended
+from .scan_result import EAGER_TYPES, ScanResult, decode_metadata
 
 
 @dataclass(frozen=True)
@@ -168,11 +165,11 @@ def prepare_lines(
             reason="a second session header",
             preview="",
         )
-        for record, line_number in zip(headers, _line_numbers(fd, headers), strict=True)
+        for record, line_number in zip(headers, line_numbers(fd, headers), strict=True)
     ]
 
 
-def _line_numbers(fd: int, records: list[EntryRecord]) -> list[int]:
+def line_numbers(fd: int, records: list[EntryRecord]) -> list[int]:
     """The 1-based line numbers of ``records`` (in file order), in one pass."""
     numbers: list[int] = []
     newlines = position = 0
@@ -185,28 +182,6 @@ def _line_numbers(fd: int, records: list[EntryRecord]) -> list[int]:
             position += len(chunk)
         numbers.append(newlines + 1)
     return numbers
-
-
-def plan_for(store: SessionStore, verdict: Literal["grew", "replaced"]) -> ChangePlan:
-    ledger = store._ledger
-    lines = 1 + (store.title_slot is not None) + len(store._records) + store._unread_lines
-    header = ScanResult(
-        header=store.header,
-        header_data=ledger.header_data if ledger is not None else {},
-        version=CURRENT_SESSION_VERSION,
-        line_count=ledger.line_count if ledger is not None else lines,
-        title_slot=store.title_slot,
-    )
-    return ChangePlan(
-        verdict=verdict,
-        path=store.path,
-        use_index=store.storage.persistent_index,
-        start=store._size,
-        held=len(store._records),
-        generation=store._generation,
-        header=header,
-        skip_first=store._follower.skip_first,
-    )
 
 
 def decode_eager(

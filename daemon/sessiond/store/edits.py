@@ -8,7 +8,7 @@ tool result's content is stored as one text block, as pi stores it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from sessiond.errors import InvalidEntryError, NotFoundError
@@ -30,7 +30,7 @@ def edit_replacement(
     fields: Mapping[str, Any],
     where: str,
     index: int,
-    by_id: Mapping[str, EntryRecord],
+    find: Callable[[str], EntryRecord | None],
     on_path: set[str],
     batch: Mapping[str, str | None],
 ) -> Any:
@@ -50,7 +50,7 @@ def edit_replacement(
     if target in batch:
         role = batch[target]
     else:
-        record = by_id.get(target)
+        record = find(target)
         if record is None:
             raise NotFoundError(f"Entry {target} not found", entryId=target, index=index)
         if target not in on_path:

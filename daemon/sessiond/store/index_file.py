@@ -1,46 +1,10 @@
 """The persistent index: what a scan of a session file found, kept for the next open.
 
-Scanning a 100k-entry file costs a few tenths of a second (``protocol/behaviour.md``,
-"The persistent index"); reading what the last scan found, a fraction of that. The
-index holds the scan's result (one row per line: offset, length, type, id, parentId,
-timestamp, role, the cached token figures) and the stat and content fingerprints of
-the file it describes. An open that finds a trustworthy index scans only the bytes
-after the indexed size.
-
-**Where.** In the user's cache directory (``$XDG_CACHE_HOME/sessiond/index`` on
-Linux), one file per session path, never beside the session: session directories
-are often inside repositories and synced folders (an index there would be committed
-and synced, and whoever controls the folder could plant one), may be read-only, and
-deleting the cache directory must only ever cost speed.
-
-**Trust.** An index never changes a result. It is used only when its format and the
-sessiond version match, it names the same path, device and inode, and the file still
-holds what it described: the same header (after oh-my-pi's title line, if the file has
-one: that line is read afresh at every open, since a rename rewrites it in place), the
-same bytes in sampled windows spread over the file and in its last 64 KiB, and a
-newline where the index ended. If the file is the same size, its modification and
-change times must match as well, and the index must not be *racy* (written within a
-timestamp tick of the file's last change: an edit in that tick would keep the same
-times, so such an index is not trusted for an unchanged size). Anything else (a
-damaged, foreign, truncated or stale index) is ignored and the file scanned, and a new
-index replaces it.
-
-**Brought up to date.** After an open that read an index and scanned what was appended,
-the new index is written whole as always (a new file renamed over the old one, with
-fingerprints of the file as it is now), but its rows for the lines the old index
-described are the very bytes that were read and checked for this open, copied rather
-than encoded again: only the appended lines' rows are encoded. The file is the one a
-full write would make.
-
-**Not fsynced.** An index is written to a new file renamed over the old one, so a
-reader sees one or the other whole; but it is not forced to disk (that cost a quarter
-of an update's time), so a crash of the machine may leave an empty or torn index. Such
-an index fails its checks (the magic bytes, the typed decoding of its metadata and
-rows, the fingerprints) and the file is scanned, as with any damaged index.
-
-What stays possible: a same-length edit of bytes outside the sampled windows, made
-*together with* an append. Catching that would mean hashing the whole file at every
-open, which costs as much as the scan the index saves.
+Where it lives, when it is trusted and what it cannot see: ``protocol/behaviour.md``,
+"The persistent index". Here: its format (magic bytes, metadata, one fixed-size row per
+line), its checks against the file, and writing it. It is renamed into place but not
+fsynced (that cost a quarter of an update's time): a crash of the machine may leave a
+torn index, which fails its checks like any damaged one, and the file is scanned.
 """
 
 from __future__ import annotations
@@ -71,7 +35,7 @@ from sessiond.wire.recovery import RecoveryReport
 from .fileio import atomic_write
 from .records import EntryRecord, MessageRole
 from .safe_files import make_private_directories, open_regular
-from .scan import ScanResult
+from .scan_result import ScanResult
 
 # 2: estimates follow pi 1.6 (images in user messages, system messages, zero usage).
 # 3: the length of oh-my-pi's title line before the header.
@@ -264,7 +228,7 @@ def _describes(meta: IndexMeta, session_path: Path, status: os.stat_result, fd: 
         return False
     if status.st_size == meta.size:
         same_times = (status.st_mtime_ns, status.st_ctime_ns) == (meta.mtime_ns, meta.ctime_ns)
-        if not same_times or _racy(meta):
+        if not same_times or is_racy(meta):
             return False
     if os.pread(fd, 1, meta.size - 1) != b"\n":
         return False
@@ -273,7 +237,9 @@ def _describes(meta: IndexMeta, session_path: Path, status: os.stat_result, fd: 
     return all(_digest(fd, w.offset, w.length) == w.digest for w in meta.windows)
 
 
-def _racy(meta: IndexMeta) -> bool:
+def is_racy(meta: IndexMeta) -> bool:
+    """Whether the index was written within a timestamp tick of the file's last change
+    (an edit in that tick could keep the same times)."""
     return meta.written_ns - max(meta.ctime_ns, meta.mtime_ns) < _tick(meta.mtime_ns, meta.ctime_ns)
 
 
@@ -432,9 +398,3 @@ def _prune(directory: Path, keep: Path) -> None:
             if entry.path != str(keep):
                 with contextlib.suppress(OSError):
                     os.unlink(entry.path)
-
-
-def forget(session_path: Path, directory: Path | None = None) -> None:
-    """Remove the index of a session (after a rewrite makes it useless)."""
-    with contextlib.suppress(OSError):
-        os.unlink(index_path_for(session_path, directory))

@@ -51,10 +51,6 @@ class PartialLine:
         self.head = b""
         self.nul_only = True
 
-    @property
-    def over_long(self) -> bool:
-        return self.data is None
-
     def extend(self, piece: bytes | memoryview) -> None:
         if not piece:
             return

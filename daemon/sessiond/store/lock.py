@@ -24,7 +24,7 @@ import os
 import socket
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from sessiond._version import __version__
 from sessiond.errors import SessionLockedError, StorageError
@@ -188,6 +188,10 @@ class SessionLock:
         return self._fd is not None
 
 
+# The length of an owner record, padded with spaces (JSON allows them after the value).
+_RECORD_BYTES: Final = 512
+
+
 def _write_owner(fd: int) -> None:
     owner = {
         "pid": os.getpid(),
@@ -195,9 +199,12 @@ def _write_owner(fd: int) -> None:
         "program": f"{_PROGRAM} {__version__}",
         "since": iso_now(),
     }
-    data = json.dumps(owner).encode() + b"\n"
-    os.ftruncate(fd, 0)
+    # Written over the previous owner's record in one pwrite, never truncated first:
+    # records are padded to one length, so a process killed while taking over a stale
+    # lock leaves one whole record, never an empty file that is no longer sessiond's.
+    data = json.dumps(owner).encode().ljust(_RECORD_BYTES - 1) + b"\n"
     os.pwrite(fd, data, 0)
+    os.ftruncate(fd, len(data))
 
 
 def _read(fd: int) -> bytes:

@@ -20,23 +20,41 @@ from pathlib import Path
 import msgspec
 
 from sessiond.core.entries import CURRENT_SESSION_VERSION
-from sessiond.errors import StorageError
+from sessiond.errors import InvalidSessionFileError, StorageError
 
 from . import index_file
 from .budget import MemoryBudget
-from .fileio import atomic_write, save_aside, write_all
+from .fileio import atomic_write, path_error, save_aside, write_all
 from .ids import new_entry_id
 from .lines import MAX_LINE_BYTES, read_chunks, read_lines
+from .lock import SessionLock
 from .migrate import Migration
-from .safe_files import open_regular
+from .safe_files import check_regular_or_absent, open_regular
 from .scan import (
-    ScanResult,
     file_chunks,
     open_session_file,
     read_session_bytes,
     scan,
     scan_rest,
 )
+from .scan_result import ScanResult
+
+
+def lock_existing(path: Path) -> SessionLock:
+    """The lock of an existing session file, for a writable open. A link or a FIFO at the
+    path is refused before a lock file is made beside it (the open after the lock
+    checks again, on the descriptor)."""
+    try:
+        exists = check_regular_or_absent(path)
+    except (OSError, ValueError) as exc:
+        raise path_error("open", path, exc) from None
+    if not exists:
+        raise InvalidSessionFileError(
+            f"{path}: no such session file", reason="notFound", path=str(path)
+        )
+    lock = SessionLock(path)
+    lock.acquire()
+    return lock
 
 
 @dataclass

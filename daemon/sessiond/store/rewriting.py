@@ -1,15 +1,17 @@
 """Copies and rewrites of a session file: forks and in-place edits of entries.
 
 A fork copies the path to an entry into a new session (pi's ``createBranchedSession``);
-a rewrite replaces whole entries (pruning edits tool results, as pi does) through an
-atomic rewrite that copies every other line, damaged ones included, byte for byte.
+a rewrite replaces whole entries (pruning edits tool results, as oh-my-pi does) through
+an atomic rewrite that copies every other line, damaged ones included, byte for byte.
+Both are decided from the store's index where it is used (``ForkPlan``,
+``RewritePlan``) and do their file work here, in any thread, without the store.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,49 +19,35 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from sessiond.core.decode import decode_entry
-from sessiond.core.entries import CompactionEntry
+from sessiond.core.entries import CompactionEntry, Entry
 from sessiond.errors import InvalidEntryError
 from sessiond.wire.recovery import RecoveryReport
 
-from .fileio import AppendFile, atomic_write
-from .follow import Observation, observe
+from .entry_index import EntryIndex
+from .file_watch import Observation, observe
+from .fileio import atomic_write
+from .foreign_writes import ForeignWrites
+from .ledger import Ledger
 from .line_check import checked_line
 from .lines import read_chunks, read_lines
 from .records import EntryRecord, new_record
 from .safe_files import FILE_MODE, open_regular
+from .session_file import SessionFile
+from .store_parts import Clock
+from .title_line import write_title
 
 if TYPE_CHECKING:
-    from sessiond.core.entries import Entry, SessionHeader
+    from sessiond.core.entries import SessionHeader
     from sessiond.core.title_slot import TitleSlot
     from sessiond.settings import StorageSettings
 
-    from .session import Clock, SessionStore
 
-
-def fork(
-    store: SessionStore,
-    leaf_id: str,
-    *,
-    path: str | os.PathLike[str] | None = None,
-    session_dir: str | os.PathLike[str] | None = None,
-) -> SessionStore:
-    """pi's ``createBranchedSession``: the root-to-``leaf_id`` path as a new session.
-
-    Label entries are left out of the copied path and re-created, chained
-    at the end, for every label whose target is on the path. As in pi 1.6
-    (pi 0.73.1 left them dangling), an entry whose parent was a dropped label
-    is re-parented to the nearest kept ancestor, so the copied path stays one
-    connected chain, and a compaction that kept from a dropped label keeps
-    from the entry after it.
-    The new file is written at once when the path has an assistant message.
-    """
-    return write_fork(fork_plan(store, leaf_id, path=path, session_dir=session_dir))
+Copied = list[tuple[EntryRecord, Entry, bytes]]
 
 
 @dataclass
 class ForkPlan:
-    """A fork as decided from the store's index (memory only, where the store is used);
-    ``write_fork`` does its file work from it, in any thread, without the store."""
+    """A fork as decided from the store's index; ``fork_lines`` reads what it copies."""
 
     source: Path
     header: SessionHeader
@@ -78,15 +66,27 @@ class ForkPlan:
 
 
 def fork_plan(
-    store: SessionStore,
-    leaf_id: str,
+    records: list[EntryRecord],
+    entry_of: Callable[[EntryRecord], Entry],
+    unwritten: Callable[[str], bytes],
+    labels: Mapping[str, str],
     *,
-    path: str | os.PathLike[str] | None = None,
-    session_dir: str | os.PathLike[str] | None = None,
+    source: Path,
+    header: SessionHeader,
+    storage: StorageSettings,
+    clock: Clock,
+    path: str | os.PathLike[str] | None,
+    session_dir: str | os.PathLike[str] | None,
+    title_of: TitleSlot | None,
 ) -> ForkPlan:
-    records = store._path_records(store.record(leaf_id))
+    """pi's ``createBranchedSession`` of the root-first path ``records``, decided.
+
+    Label entries are left out of the copied path and re-created, chained at the end,
+    for every label whose target is on the path. As in pi 1.6 (pi 0.73.1 left them
+    dangling), an entry whose parent was a dropped label is re-parented to the nearest
+    kept ancestor, so the copied path stays one connected chain, and a compaction that
+    kept from a dropped label keeps from the entry after it."""
     kept = [record for record in records if record.type != "label"]
-    # A compaction that kept from a dropped label keeps from the entry after it (pi 1.6).
     after_label: dict[str, str] = {}
     pending: list[str] = []
     for record in records:
@@ -96,44 +96,35 @@ def fork_plan(
         after_label.update((label_id, record.id) for label_id in pending)
         pending.clear()
     on_path = {record.id for record in kept}
-    moved = {
-        record.id: after_label[kept_from]
-        for record in kept
-        if (kept_from := _first_kept(store, record)) in after_label
-    }
+    moved: dict[str, str] = {}
+    for record in kept:
+        if record.type == "compaction":
+            entry = entry_of(record)
+            if isinstance(entry, CompactionEntry) and entry.first_kept_entry_id in after_label:
+                moved[record.id] = after_label[entry.first_kept_entry_id]
     return ForkPlan(
-        source=store.path,
-        header=store.header,
-        storage=store.storage,
-        clock=store._clock,
+        source=source,
+        header=header,
+        storage=storage,
+        clock=clock,
         path=path,
-        session_dir=session_dir if session_dir is not None else store.path.parent,
+        session_dir=session_dir if session_dir is not None else source.parent,
         records=kept,
-        unwritten={r.id: store._unwritten[r.id] for r in kept if r.offset < 0},
-        labels=[(target, label) for target, label in store._labels.items() if target in on_path],
+        unwritten={r.id: unwritten(r.id) for r in kept if r.offset < 0},
+        labels=[(target, label) for target, label in labels.items() if target in on_path],
         moved_first_kept=moved,
-        title_of=store.title_slot,
+        title_of=title_of,
     )
 
 
-def write_fork(plan: ForkPlan) -> SessionStore:
-    """The new session of ``plan``: its lines read from the source file through a
-    descriptor of its own (and checked, as ``SessionStore.raw_line`` checks them)."""
-    from .session import SessionStore
-
-    new = SessionStore.create(
-        plan.header.cwd,
-        session_dir=plan.session_dir,
-        path=plan.path,
-        parent_session=str(plan.source),
-        storage=plan.storage,
-        clock=plan.clock,
-        title_of=plan.title_of,
-    )
+def fork_lines(plan: ForkPlan) -> Copied:
+    """The copied path of ``plan``, re-parented into one chain: its lines read from the
+    source file through a descriptor of its own (and checked, as
+    ``SessionStore.raw_line`` checks them)."""
     source: int | None = None
     try:
         previous: str | None = None
-        copied: list[tuple[EntryRecord, Entry, bytes]] = []
+        copied: Copied = []
         for record in plan.records:
             line = plan.unwritten.get(record.id)
             if line is None:
@@ -154,46 +145,10 @@ def write_fork(plan: ForkPlan) -> SessionStore:
             )
             copied.append((copy, entry, line))
             previous = record.id
-        adopt(new, copied)
-        for target, label in plan.labels:
-            new.append_label(target, label)
-    except BaseException:
-        new.close()
-        raise
+        return copied
     finally:
         if source is not None:
             os.close(source)
-    return new
-
-
-def _first_kept(store: SessionStore, record: EntryRecord) -> str | None:
-    if record.type != "compaction":
-        return None
-    entry = store.entry_of(record)
-    return entry.first_kept_entry_id if isinstance(entry, CompactionEntry) else None
-
-
-def adopt(store: SessionStore, copied: list[tuple[EntryRecord, Entry, bytes]]) -> None:
-    """Take entries that already have ids (a fork's copied path)."""
-    if not copied:
-        return
-    store._write(copied)
-    for record, entry, _ in copied:
-        store._index(record, entry)
-        store._view.push(record, entry)
-
-
-def rewrite_entries(store: SessionStore, replacements: Mapping[str, Mapping[str, Any]]) -> None:
-    """Replace whole entries (by id) through an atomic rewrite of the file, here.
-
-    Every other line, damaged ones included, is copied byte for byte. pi's files are
-    never changed in place (pruning appends pi 1.6 context edits); oh-my-pi's are, when
-    pruned. A daemon does the file work in a worker thread: ``plan_rewrite``,
-    ``write_rewrite`` (any thread), ``take_rewrite``.
-    """
-    plan = plan_rewrite(store, replacements)
-    if plan is not None:
-        take_rewrite(store, plan, write_rewrite(plan))
 
 
 @dataclass
@@ -214,39 +169,6 @@ class Rewritten:
     new_offsets: dict[int, int]
     size: int
     seen: Observation
-
-
-def plan_rewrite(
-    store: SessionStore, replacements: Mapping[str, Mapping[str, Any]]
-) -> RewritePlan | None:
-    """Check and encode the replacements; None when they were taken in memory (a session
-    not written yet). The store appends nothing more until ``take_rewrite``: its
-    descriptor for appending is closed here."""
-    store._check_writable()
-    encoded: dict[str, bytes] = {}
-    for entry_id, data in replacements.items():
-        record = store.record(entry_id)
-        if data.get("id") != entry_id or data.get("type") != record.type:
-            raise InvalidEntryError(f"a replacement for {entry_id} must keep its id and type")
-        encoded[entry_id] = msgspec.json.encode(data)
-    if not store._persisted:
-        for entry_id, line in encoded.items():
-            store._unwritten[entry_id] = line
-            store._by_id[entry_id].length = len(line)
-        forget(store, encoded)
-        return None
-    store.sync()
-    if store._append is not None:
-        store._append.close()
-        store._append = None
-    return RewritePlan(
-        path=store.path,
-        mode=_file_mode(store.path),
-        skip_first=store._follower.skip_first,
-        indexed={record.offset for record in store._records},
-        replaced_at={store._by_id[entry_id].offset: line for entry_id, line in encoded.items()},
-        encoded=encoded,
-    )
 
 
 def write_rewrite(plan: RewritePlan) -> Rewritten:
@@ -293,34 +215,104 @@ def write_rewrite(plan: RewritePlan) -> Rewritten:
     return Rewritten(new_offsets, new_size, seen)
 
 
-def take_rewrite(store: SessionStore, plan: RewritePlan, done: Rewritten) -> None:
-    """The store after ``write_rewrite`` (memory only, and a new descriptor to append)."""
-    store._generation += 1
-    for record in store._records:
-        record.offset = done.new_offsets.get(record.offset, record.offset)
-    for entry_id, line in plan.encoded.items():
-        record = store._by_id[entry_id]
-        record.length = len(line)
-        record.utf8_state = 1
-    store._size = done.size
-    store._needs_newline = False
-    if store._read_fd is not None:
-        os.close(store._read_fd)
-        store._read_fd = None
-    store._append = AppendFile(store.path)
-    # Offsets of damaged lines moved: the next open scans and indexes afresh.
-    store._ledger = None
-    store._follower.take(done.seen)
-    forget(store, plan.encoded)
+class Rewriter:
+    """Forks and rewrites of one session's file, decided from its index."""
 
+    def __init__(
+        self,
+        file: SessionFile,
+        index: EntryIndex,
+        ledger: Ledger,
+        foreign: ForeignWrites,
+        *,
+        header: SessionHeader,
+        storage: StorageSettings,
+        clock: Clock,
+    ) -> None:
+        self._file = file
+        self._index = index
+        self._ledger = ledger
+        self._foreign = foreign
+        self._header = header
+        self._storage = storage
+        self._clock = clock
 
-def forget(store: SessionStore, entry_ids: Iterable[str]) -> None:
-    for entry_id in entry_ids:
-        record = store._by_id[entry_id]
-        record.entry = None
-        record.tokens_chars = record.tokens_tiktoken = None
-        store._message_cache.pop(id(record), None)
-    store._view.reset(list(store._view.path))
+    def fork_plan(
+        self,
+        leaf: EntryRecord,
+        entry_of: Callable[[EntryRecord], Entry],
+        title_of: TitleSlot | None,
+        *,
+        path: str | os.PathLike[str] | None,
+        session_dir: str | os.PathLike[str] | None,
+    ) -> ForkPlan:
+        """The fork of the path to ``leaf`` (``fork_plan``)."""
+        return fork_plan(
+            self._index.path_to(leaf),
+            entry_of,
+            self._file.unwritten_line,
+            self._index.labels,
+            source=self._file.path,
+            header=self._header,
+            storage=self._storage,
+            clock=self._clock,
+            path=path,
+            session_dir=session_dir,
+            title_of=title_of,
+        )
+
+    def plan(
+        self, replacements: Mapping[str, Mapping[str, Any]], record: Callable[[str], EntryRecord]
+    ) -> RewritePlan | None:
+        """Check and encode the replacements (``record``: an entry's record, or an error);
+        None when they were taken in memory (a session not written yet). Nothing more is
+        appended until ``take``: the descriptor for appending is closed here."""
+        encoded: dict[str, bytes] = {}
+        for entry_id, data in replacements.items():
+            if data.get("id") != entry_id or data.get("type") != record(entry_id).type:
+                raise InvalidEntryError(f"a replacement for {entry_id} must keep its id and type")
+            encoded[entry_id] = msgspec.json.encode(data)
+        file = self._file
+        if not file.persisted:
+            for entry_id, line in encoded.items():
+                file.replace_unwritten(entry_id, line)
+                self._index.replaced(entry_id, len(line))
+            return None
+        file.stop_appending()
+        return RewritePlan(
+            path=file.path,
+            mode=_file_mode(file.path),
+            skip_first=self._foreign.skip_first,
+            indexed={r.offset for r in self._index.records},
+            replaced_at={record(entry_id).offset: line for entry_id, line in encoded.items()},
+            encoded=encoded,
+        )
+
+    def take(self, plan: RewritePlan, done: Rewritten) -> None:
+        """The index and the file's end after ``write_rewrite`` (memory only, and a new
+        descriptor to append)."""
+        self._index.move_offsets(done.new_offsets)
+        for entry_id, line in plan.encoded.items():
+            self._index.replaced(entry_id, len(line))
+        self._file.rewritten(done.size)
+        # Offsets of damaged lines moved: the next open scans and indexes afresh.
+        self._ledger.drop()
+        self._foreign.took(done.seen)
+
+    def retitle(
+        self, slot: TitleSlot, title: str, timestamp: str, recovery: RecoveryReport
+    ) -> TitleSlot:
+        """oh-my-pi's title line rewritten (``title_line.write_title``); the new slot."""
+        return write_title(
+            slot,
+            title,
+            timestamp,
+            file=self._file,
+            index=self._index,
+            ledger=self._ledger,
+            foreign=self._foreign,
+            recovery=recovery,
+        )
 
 
 def file_lines(path: Path) -> Iterator[tuple[int, bytes | Iterator[bytes]]]:

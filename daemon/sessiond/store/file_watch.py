@@ -136,10 +136,6 @@ class FileFollower:
             return "unchanged"  # the same unfinished line, still unfinished
         return "grew"
 
-    @property
-    def known_end(self) -> int:
-        return self._known_end
-
     def unfinished_for_long(self) -> bool:
         """Whether the unfinished last line has stayed as it is past the grace period."""
         unfinished = self.unfinished
