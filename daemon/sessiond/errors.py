@@ -134,6 +134,13 @@ class AlreadyCompactedError(SessiondError):
     kind = "alreadyCompacted"
 
 
+class NothingToUndoError(SessiondError):
+    """``compaction/undo`` on a context without a compaction."""
+
+    code = -32023
+    kind = "nothingToUndo"
+
+
 class SummarizerError(SessiondError):
     """Every summarizer candidate failed; the message is pi's failure string."""
 

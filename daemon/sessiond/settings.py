@@ -51,6 +51,9 @@ class CompactionSettings(msgspec.Struct, **_OPTIONS):
     short_summary: bool = True
     adjust_keep_by_usage: bool = True
     prune_tool_outputs: bool = True
+    # Past this share of the threshold, the summary is written in the background while
+    # the agent goes on, and committed at the threshold; 0 switches it off.
+    background_at: Annotated[float, msgspec.Meta(ge=0, lt=1)] = 0.7
 
 
 class BranchSummarySettings(msgspec.Struct, **_OPTIONS):

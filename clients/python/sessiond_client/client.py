@@ -31,6 +31,8 @@ from .types import (
     CompactionPreparationWire,
     ContextFormat,
     ContextUsageParams,
+    CoveredParams,
+    CoveredResult,
     EntriesParams,
     EntriesResult,
     EntryParams,
@@ -63,6 +65,8 @@ from .types import (
     TreeResult,
     TurnEndedParams,
     TurnEndedResult,
+    UndoCompactionParams,
+    UndoCompactionResult,
     UpdateSettingsParams,
     Usage,
     UserMessagesResult,
@@ -92,6 +96,8 @@ METHODS: dict[str, str] = {
     "compaction/prepare": "prepare_compaction",
     "compaction/run": "compact",
     "compaction/abort": "abort_compaction",
+    "compaction/undo": "undo_compaction",
+    "compaction/covered": "covered",
     "tree/navigate": "navigate",
     "tree/abort": "abort_navigation",
     "settings/get": "get_settings",
@@ -385,6 +391,20 @@ class SessiondClient(ClientBase):
     async def abort_compaction(self, session_id: str) -> AbortResult:
         params = SessionRef(session_id=session_id)
         return await self.request("compaction/abort", params, AbortResult)
+
+    async def undo_compaction(
+        self, session_id: str, *, entry_id: str | None = None
+    ) -> UndoCompactionResult:
+        """Take the context's newest compaction back (``entry_id``: only if it is that one)."""
+        params = UndoCompactionParams(session_id=session_id, entry_id=entry_id)
+        return await self.request("compaction/undo", params, UndoCompactionResult)
+
+    async def covered(
+        self, session_id: str, entry_id: str, *, offset: int = 0, limit: int = 1000
+    ) -> CoveredResult:
+        """A page of the ids of the entries a compaction's summary stands for."""
+        params = CoveredParams(session_id=session_id, entry_id=entry_id, offset=offset, limit=limit)
+        return await self.request("compaction/covered", params, CoveredResult)
 
     # -- tree -----------------------------------------------------------------------------------
 

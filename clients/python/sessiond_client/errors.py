@@ -155,6 +155,13 @@ class AlreadyCompactedError(SessiondClientError):
     default_code = -32014
 
 
+class NothingToUndoError(SessiondClientError):
+    """``compaction/undo`` on a context without a compaction."""
+
+    kind = "nothingToUndo"
+    default_code = -32023
+
+
 class SummarizerFailedError(SessiondClientError):
     kind = "summarizerFailed"
     default_code = -32015
@@ -217,6 +224,7 @@ _DAEMON_ERRORS: tuple[type[SessiondClientError], ...] = (
     OperationCancelledError,
     NothingToCompactError,
     AlreadyCompactedError,
+    NothingToUndoError,
     SummarizerFailedError,
     SessionLockedError,
     InvalidSessionFileError,

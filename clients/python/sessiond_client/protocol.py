@@ -84,10 +84,11 @@ class AutoCompactionReport(_Wire, kw_only=True):
     failed, or an overflow right after an overflow compaction. ``skipped``: nothing
     to compact. ``cancelled``: a ``session_before_compact`` hook said cancel.
     ``aborted``: ``compaction/abort``, or a ``compaction/run`` that took over.
-    Nothing is written unless ``compacted``.
+    ``paused``: the last compaction left the context over the threshold, so none is
+    tried (``message`` says what to do). Nothing is written unless ``compacted``.
     """
     reason: Literal['overflow', 'threshold']
-    outcome: Literal['aborted', 'cancelled', 'compacted', 'failed', 'skipped']
+    outcome: Literal['aborted', 'cancelled', 'compacted', 'failed', 'paused', 'skipped']
     message: str | None = None
 
 
@@ -219,7 +220,7 @@ class CompactingHookResult(_Wire, kw_only=True):
 
 class CompactionEndedNotification(_Wire, kw_only=True):
     session_id: str
-    reason: Literal['manual', 'overflow', 'threshold']
+    reason: Literal['background', 'manual', 'overflow', 'threshold']
     aborted: bool
     will_retry: bool
     result: CompactionResult | None = None
@@ -228,6 +229,8 @@ class CompactionEndedNotification(_Wire, kw_only=True):
     entry_id: str | None = None
     tokens_before: int | None = None
     tokens_after: int | None = None
+    paused: bool = False
+    prepared: bool = False
 
 
 class CompactionEntry(_Wire, kw_only=True, tag_field='type', tag='compaction'):
@@ -296,7 +299,7 @@ class CompactionResult(_Wire, kw_only=True):
 
 class CompactionStartedNotification(_Wire, kw_only=True):
     session_id: str
-    reason: Literal['manual', 'overflow', 'threshold']
+    reason: Literal['background', 'manual', 'overflow', 'threshold']
     will_retry: bool
 
 
@@ -305,6 +308,7 @@ class CompactionSummaryInfo(_Wire, kw_only=True):
     reason: str
     tokens_before: int
     tokens_after: int
+    prepared: bool = False
 
 
 class CompactionSummaryMessage(_Wire, kw_only=True, tag_field='role', tag='compactionSummary'):
@@ -357,6 +361,22 @@ class Cost(_Wire, kw_only=True):
     cache_read: int | float = 0
     cache_write: int | float = 0
     total: int | float = 0
+
+
+class CoveredParams(_Wire, kw_only=True):
+    session_id: str
+    entry_id: str
+    offset: int = 0
+    limit: int = 1000
+
+
+class CoveredResult(_Wire, kw_only=True):
+    entry_id: str
+    first_kept_entry_id: str
+    previous_compaction_id: str | None = None
+    entry_ids: list[str]
+    total: int
+    next_offset: int | None = None
 
 
 class CredentialPinEntry(_Wire, kw_only=True, tag_field='type', tag='credential_pin'):
@@ -809,7 +829,7 @@ class ServiceTierChangeEntryInput(_Wire, kw_only=True, tag_field='type', tag='se
 
 class SessionChanged(_Wire, kw_only=True):
     session_id: str
-    reason: Literal['append', 'compaction', 'fileAppended', 'fileRewritten', 'navigate', 'rewrite']
+    reason: Literal['append', 'compaction', 'fileAppended', 'fileRewritten', 'navigate', 'rewrite', 'undo']
     leaf_id: str | None
     entry_count: int
     appended_ids: list[str] = msgspec.field(default_factory=list)
@@ -1063,6 +1083,21 @@ class TurnEndedResult(_Wire, kw_only=True):
     usage: Usage | None = None
 
 
+class UndoCompactionParams(_Wire, kw_only=True):
+    session_id: str
+    entry_id: str | None = None
+
+
+class UndoCompactionResult(_Wire, kw_only=True):
+    undone_entry_id: str
+    marker_id: str
+    copied_ids: list[str]
+    copied_from: list[str]
+    skipped_ids: list[str]
+    leaf_id: str
+    usage: Usage
+
+
 class UpdateSettingsParams(_Wire, kw_only=True):
     session_id: str | None = None
     settings: dict[str, Any]
@@ -1187,8 +1222,10 @@ HOOK_NAMES: tuple[HookName, ...] = ('session_compact', 'session_tree', 'session.
 METHODS: dict[str, tuple[Any, Any]] = {
     'agent/turnEnded': (TurnEndedParams, TurnEndedResult),
     'compaction/abort': (SessionRef, AbortResult),
+    'compaction/covered': (CoveredParams, CoveredResult),
     'compaction/prepare': (PrepareCompactionParams, CompactionPreparationWire),
     'compaction/run': (RunCompactionParams, RunCompactionResult),
+    'compaction/undo': (UndoCompactionParams, UndoCompactionResult),
     'context/build': (BuildContextParams, BuildContextResult),
     'context/usage': (ContextUsageParams, Usage),
     'initialize': (InitializeParams, InitializeResult),

@@ -20,6 +20,7 @@ export type ErrorKind =
   | "cancelled"
   | "nothingToCompact"
   | "alreadyCompacted"
+  | "nothingToUndo"
   | "summarizerFailed"
   | "sessionLocked"
   | "invalidSessionFile"
@@ -56,6 +57,7 @@ export const ErrorCode = {
   NotAllowed: -32019,
   LimitExceeded: -32021,
   FileChanged: -32022,
+  NothingToUndo: -32023,
   /** Client side: the connection closed before the answer came. */
   Disconnected: -32099,
 } as const;

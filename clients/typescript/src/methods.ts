@@ -115,6 +115,17 @@ export abstract class SessionMethods {
   abortCompaction(params: P<"compaction/abort">, options?: CallOptions): R<"compaction/abort"> {
     return this.request("compaction/abort", params, options);
   }
+  /** `compaction/undo`: take the context's newest compaction back (appends; deletes nothing). */
+  undoCompaction(params: P<"compaction/undo">, options?: CallOptions): R<"compaction/undo"> {
+    return this.request("compaction/undo", params, options);
+  }
+  /** `compaction/covered`: a page of the ids of the entries a compaction's summary stands for. */
+  coveredByCompaction(
+    params: P<"compaction/covered">,
+    options?: CallOptions,
+  ): R<"compaction/covered"> {
+    return this.request("compaction/covered", params, options);
+  }
   /** `tree/navigate`: move the leaf, optionally summarizing the branch left behind. */
   navigateTree(params: P<"tree/navigate">, options?: CallOptions): Promise<NavigateResult> {
     return this.request("tree/navigate", params, options);
@@ -163,6 +174,8 @@ export const METHOD_WRAPPERS = {
   "compaction/prepare": "prepareCompaction",
   "compaction/run": "runCompaction",
   "compaction/abort": "abortCompaction",
+  "compaction/undo": "undoCompaction",
+  "compaction/covered": "coveredByCompaction",
   "tree/navigate": "navigateTree",
   "tree/abort": "abortTree",
   "settings/get": "getSettings",

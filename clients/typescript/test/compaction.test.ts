@@ -226,4 +226,22 @@ describe("compaction", () => {
     assert.ok(isSessiondError(error, "cancelled"), String(error));
     assert.deepEqual(await client.abortCompaction({ sessionId }), { aborted: false }, "nothing left to abort");
   });
+
+  it("takes a compaction back by appending, and names what its summary stands for", async () => {
+    behaviour = {};
+    const sessionId = await filledSession(6, 2000);
+    const done = await client.turnEnded({ sessionId, contextWindow: SMALL_CONTEXT_WINDOW });
+    assert.ok(done.compaction);
+    const covered = await client.coveredByCompaction({ sessionId, entryId: done.compaction.entryId });
+    assert.ok(covered.entryIds.length > 0 && covered.total === covered.entryIds.length);
+    const read = await client.entries({ sessionId, ids: covered.entryIds });
+    assert.deepEqual(read.entries.map((e) => e.id), covered.entryIds);
+
+    const undone = await client.undoCompaction({ sessionId, entryId: done.compaction.entryId });
+    assert.equal(undone.undoneEntryId, done.compaction.entryId);
+    const context = await client.buildContext({ sessionId });
+    assert.ok(!context.messages.some((m) => m.role === "compactionSummary"), "the summary is gone");
+    const again = await client.undoCompaction({ sessionId }).catch((e: unknown) => e);
+    assert.ok(isSessiondError(again, "nothingToUndo"), String(again));
+  });
 });

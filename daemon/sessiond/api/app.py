@@ -36,9 +36,9 @@ def build_daemon(daemon: Daemon | None = None) -> Daemon:
         context_methods.METHODS,
         tree_methods.METHODS,
         settings_methods.METHODS,
+        compaction_methods.METHODS,
     ):
         table.bind(daemon.router, daemon)
-    compaction_methods.register(daemon)
     # LSP's "initialized" notification: nothing to do, but it is expected, not unknown.
     daemon.router.notification("initialized")(lambda ctx, params: None)
     return daemon

@@ -14,7 +14,7 @@ from .types import WIRE_OPTIONS
 # Why a session changed: a client's append, a navigation, a compaction, the daemon's
 # own rewrite (pruning), or another program that appended to or replaced the file.
 ChangeReason = Literal[
-    "append", "navigate", "compaction", "rewrite", "fileAppended", "fileRewritten"
+    "append", "navigate", "compaction", "rewrite", "fileAppended", "fileRewritten", "undo"
 ]
 
 
@@ -44,6 +44,10 @@ class CompactionEndedNotification(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     entry_id: str | None = None
     tokens_before: int | None = None
     tokens_after: int | None = None
+    # Skipped: automatic compaction is paused (see ``errorMessage`` for what to do).
+    paused: bool = False
+    # The summary was written in the background, before this compaction started.
+    prepared: bool = False
 
 
 class SessionRecovered(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):

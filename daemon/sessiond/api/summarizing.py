@@ -25,13 +25,17 @@ def request_summaries(
     settings: Settings,
     mode: Literal["manual", "auto"],
     title: str,
+    *,
+    with_progress: bool = True,
 ) -> SummaryContext:
-    """A summarizer for this request, reporting ``$/progress`` when it has a token.
+    """A summarizer for this request, reporting ``$/progress`` when it has a token (and
+    ``with_progress``: a summary written in the background outlives its request).
     ``llm/complete`` goes only to a client that has the session open."""
     delegated = daemon.clients.delegated_completion(
         preferred=ctx.connection.id, audience=lambda: actor.subscribers
     )
-    progress = _progress_reporter(ctx, title) if _reports_progress(daemon, ctx) else None
+    reports = with_progress and _reports_progress(daemon, ctx)
+    progress = _progress_reporter(ctx, title) if reports else None
     # The summarizers load on first use: most requests never need them.
     from sessiond.service.summarizer_setup import summary_context
 

@@ -328,6 +328,8 @@ class CompactionSummaryInfo(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     reason: str
     tokens_before: int
     tokens_after: int
+    # The summary was written in the background before the threshold was reached.
+    prepared: bool = False
 
 
 class AutoCompactionReport(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
@@ -337,11 +339,12 @@ class AutoCompactionReport(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     failed, or an overflow right after an overflow compaction. ``skipped``: nothing
     to compact. ``cancelled``: a ``session_before_compact`` hook said cancel.
     ``aborted``: ``compaction/abort``, or a ``compaction/run`` that took over.
-    Nothing is written unless ``compacted``.
+    ``paused``: the last compaction left the context over the threshold, so none is
+    tried (``message`` says what to do). Nothing is written unless ``compacted``.
     """
 
     reason: Literal["threshold", "overflow"]
-    outcome: Literal["compacted", "failed", "skipped", "cancelled", "aborted"]
+    outcome: Literal["compacted", "failed", "skipped", "cancelled", "aborted", "paused"]
     # pi's words: the failure, the skip reason, or "Compaction cancelled".
     message: str | None = None
 
@@ -401,6 +404,45 @@ class RunCompactionResult(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     tokens_before: int
     tokens_after: int
     from_extension: bool
+
+
+class UndoCompactionParams(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
+    session_id: str
+    # The compaction the client means: ``conflict`` unless it is the context's newest.
+    entry_id: str | None = None
+
+
+class UndoCompactionResult(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
+    undone_entry_id: str
+    # The ``custom`` entry appended under the compaction's parent, then the copies.
+    marker_id: str
+    copied_ids: list[str]
+    # The entries copied, in the same order as ``copiedIds``.
+    copied_from: list[str]
+    # Entries after the compaction that were not copied (they stay on the old branch).
+    skipped_ids: list[str]
+    leaf_id: str
+    usage: Usage
+
+
+class CoveredParams(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
+    session_id: str
+    # A compaction entry.
+    entry_id: str
+    offset: Annotated[int, msgspec.Meta(ge=0)] = 0
+    limit: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 1000
+
+
+class CoveredResult(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
+    entry_id: str
+    first_kept_entry_id: str
+    # The compaction whose summary this one merged (its own range is asked separately).
+    previous_compaction_id: str | None = None
+    # A page of the ids of the entries the summary stands for, oldest first.
+    entry_ids: list[str]
+    total: int
+    # Where the next page starts; absent on the last page.
+    next_offset: int | None = None
 
 
 class CloseResult(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):

@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
             else:
                 print_plan(preparation)
             return 0
-        outcome = asyncio.run(_compact(compactor, settings, args.instructions))
+        outcome = asyncio.run(_compact(store, settings, args.instructions))
         entry = outcome.entry
         if args.json:
             write_json(store.raw_line(store.record(entry.id)))
@@ -86,8 +86,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _compact(compactor: Any, settings: Any, instructions: str | None) -> Any:
+async def _compact(store: SessionStore, settings: Any, instructions: str | None) -> Any:
+    """The daemon's ``compaction/run``, on a session this process holds alone."""
     from sessiond.llm.base import Progress
+    from sessiond.service.compaction_requests import (
+        CompactionRequest,
+        OfflineSession,
+        compact_on_request,
+    )
+    from sessiond.service.hooks import NoHooks
     from sessiond.service.summarizer_setup import summary_context
 
     interactive = sys.stderr.isatty()
@@ -97,12 +104,22 @@ async def _compact(compactor: Any, settings: Any, instructions: str | None) -> A
             line = f"summarizing with {update.model}: {update.chars:,} characters"
             write_control("\r" + inert(line), sys.stderr)
 
+    request = CompactionRequest(
+        session=OfflineSession(store),
+        settings=settings,
+        hooks=NoHooks(),
+        summaries=lambda _: summary_context(settings, mode="manual", progress=progress),
+        emit=lambda event: None,
+        end_progress=lambda: None,
+    )
     if interactive:
         print("compacting...", end="", file=sys.stderr, flush=True)
     try:
-        return await compactor.run(
-            summary_context(settings, mode="manual", progress=progress),
+        return await compact_on_request(
+            request,
             custom_instructions=instructions,
+            supplied_summary=None,
+            expected_first_kept_id=None,
         )
     finally:
         if interactive:

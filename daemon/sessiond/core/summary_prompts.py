@@ -84,7 +84,7 @@ def turn_prefix_prompt(conversation: str, custom_instructions: str | None = None
 
 
 def short_summary_prompt(
-    conversation: str, merged_summary: str, extra_context: Sequence[str] = ()
+    conversation: str, merged_summary: str | None, extra_context: Sequence[str] = ()
 ) -> str:
     return _blocks(
         conversation, merged_summary, extra_context, template("compaction/compaction-short-summary")

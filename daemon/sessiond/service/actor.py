@@ -36,8 +36,10 @@ from sessiond.store.foreign_writes import Followed
 from sessiond.store.session import SessionStore
 from sessiond.tiktoken_offline import estimator as estimator_named
 
+from .background import BackgroundSummaries
 from .gate import Gate
 from .hooks import Hooks, NoHooks
+from .loop_rule import CompactionsLeft
 from .turns import OverflowGuard
 from .workers import in_worker
 
@@ -78,6 +80,12 @@ class SessionActor:
         self.subscribers: set[ClientId] = set()
         self.overrides: dict[str, Any] = {}
         self.guard = OverflowGuard()
+        # The summary written in the background, and what recent compactions left.
+        self.background = BackgroundSummaries()
+        self.compactions_left = CompactionsLeft()
+        # Rewrites and other programs' writes seen so far (a background summary written
+        # before one is stale).
+        self.changes = 0
         self._long: asyncio.Task[Any] | None = None
         self._long_kind: LongKind | None = None
         self._abort_navigation: asyncio.Event | None = None
@@ -164,6 +172,7 @@ class SessionActor:
             await self._catch_up()
             self._check_open()
             self.store.appends_held = True
+            self.changes += 1
             try:
                 return await work()
             finally:
@@ -222,6 +231,7 @@ class SessionActor:
         _log.warning("following %s: %s", self.store.path, what)
 
     def _announce(self, changes: list[Followed]) -> None:
+        self.changes += len(changes)
         for change in changes:
             self._observe(change.appended_ids)
             if self._on_followed is not None:
@@ -291,7 +301,7 @@ class SessionActor:
                     "wait for it or abort it",
                     running=self._long_kind,
                 )
-            await self.abort(self._long_kind)
+            self._abort_long(self._long_kind)
             running = self._long
             if running is not None:
                 with suppress(BaseException):
@@ -314,7 +324,12 @@ class SessionActor:
                 self._long, self._long_kind, self._abort_navigation = None, None, None
 
     async def abort(self, kind: LongKind | None) -> bool:
-        """Abort the running operation of ``kind`` (or any, with None)."""
+        """Abort the running operation of ``kind`` (or any, with None); aborting a
+        compaction also drops the summary being written in the background."""
+        dropped = kind != "navigation" and self.background.abort()
+        return self._abort_long(kind) or dropped
+
+    def _abort_long(self, kind: LongKind | None) -> bool:
         task = self._long
         if task is None or (kind is not None and kind != self._long_kind):
             return False
@@ -333,6 +348,7 @@ class SessionActor:
             self._sync_handle = None
         if self._long is not None:
             self._long.cancel()
+        self.background.abort()
         self.store.close()
 
 

@@ -63,6 +63,19 @@ _REMOTE_STATE_KEY = "openaiRemoteCompaction"
 
 
 @dataclass
+class PreparedSummary:
+    """A summary written before its commit (background compaction): what it covers,
+    what it says, and the leaf it was prepared at."""
+
+    preparation: CompactionPreparation
+    result: CompactionResult
+    prepared_leaf: str | None
+    # What ``session.compacting`` reported while it was written.
+    problems: list[str] = field(default_factory=list)
+    completions: list[Completion] = field(default_factory=list)
+
+
+@dataclass
 class CompactionOutcome:
     entry: CompactionEntry
     result: CompactionResult
@@ -107,6 +120,26 @@ class Compactor:
     def prepare(self) -> CompactionPreparation | NotCompactable:
         return prepare(self.store, self.settings, self.estimator)
 
+    async def write_ahead(
+        self, preparation: CompactionPreparation, summaries: SummaryContext
+    ) -> PreparedSummary:
+        """The summary of ``preparation``, written now and committed later (``run`` with
+        ``ready``): ``session.compacting`` is asked here, ``session_before_compact`` at
+        the commit, where it still sees, cancels or replaces what is written."""
+        prepared_leaf = self.store.leaf_id
+        compacting = await self.hooks.compacting(preparation)
+        # Nobody waits for this summary: the short summary reads the finished one.
+        result = await self._summarize(
+            preparation, summaries, compacting, None, None, short_alongside=False
+        )
+        return PreparedSummary(
+            preparation=preparation,
+            result=result,
+            prepared_leaf=prepared_leaf,
+            problems=list(compacting.problems),
+            completions=list(summaries.completions),
+        )
+
     async def run(
         self,
         summaries: SummaryContext,
@@ -115,14 +148,25 @@ class Compactor:
         custom_instructions: str | None = None,
         supplied_summary: str | None = None,
         expected_first_kept_id: str | None = None,
+        ready: PreparedSummary | None = None,
     ) -> CompactionOutcome:
         """Compact the current leaf's path. Raises pi's errors (``Already compacted``,
         ``Nothing to compact (session too small)``, ``Compaction cancelled``,
-        ``Summarization failed: ...``) as ``SessiondError`` subclasses."""
-        preparation = self.prepare()
-        if isinstance(preparation, NotCompactable):
-            raise_not_compactable(preparation)
-        assert isinstance(preparation, CompactionPreparation)
+        ``Summarization failed: ...``) as ``SessiondError`` subclasses.
+
+        With ``ready``, its summary is committed instead of a new one: the range it
+        summarized is kept, and what was appended since it was prepared stays in the
+        kept part (the caller has checked that it is still valid)."""
+        if ready is not None:
+            preparation = ready.preparation
+            prepared_leaf = ready.prepared_leaf
+        else:
+            found = self.prepare()
+            if isinstance(found, NotCompactable):
+                raise_not_compactable(found)
+            assert isinstance(found, CompactionPreparation)
+            preparation = found
+            prepared_leaf = self.store.leaf_id
         if expected_first_kept_id is not None and (
             expected_first_kept_id != preparation.first_kept_entry_id
         ):
@@ -131,7 +175,6 @@ class Compactor:
                 f"{preparation.first_kept_entry_id}, not {expected_first_kept_id}",
                 firstKeptEntryId=preparation.first_kept_entry_id,
             )
-        prepared_leaf = self.store.leaf_id
         problems: list[str] = []
         answer = await self.hooks.before_compact(
             preparation, self.store.get_branch, custom_instructions
@@ -146,16 +189,31 @@ class Compactor:
             self.hooks.answer_ignored(problem)
             answer.compaction = None
         from_extension = answer.compaction is not None
+        completions = list(summaries.completions)
         if answer.compaction is not None:
             result = answer.compaction
+        elif ready is not None:
+            completions = list(ready.completions)
+            # The size now, as a compaction started here would record it.
+            tokens_before = self.store.leaf_view.estimate_context(self.estimator).tokens
+            result = msgspec.structs.replace(ready.result, tokens_before=tokens_before)
+            result.details = self._details(
+                preparation, completions, problems + ready.problems, supplied=False
+            )
         else:
             compacting = await self.hooks.compacting(preparation)
             problems += compacting.problems
             result = await self._summarize(
-                preparation, summaries, compacting, custom_instructions, supplied_summary
+                preparation,
+                summaries,
+                compacting,
+                custom_instructions,
+                supplied_summary,
+                short_alongside=True,
             )
+            completions = list(summaries.completions)
             result.details = self._details(
-                preparation, summaries, problems, supplied=supplied_summary is not None
+                preparation, completions, problems, supplied=supplied_summary is not None
             )
         entry = self._commit(result, prepared_leaf, from_extension)
         await self.hooks.compacted(entry, from_extension)
@@ -166,7 +224,7 @@ class Compactor:
             from_extension=from_extension,
             tokens_after=tokens_after,
             preparation=preparation,
-            completions=list(summaries.completions),
+            completions=completions,
         )
 
     async def _summarize(
@@ -176,10 +234,33 @@ class Compactor:
         compacting: CompactingAnswer,
         custom_instructions: str | None,
         supplied_summary: str | None,
+        *,
+        short_alongside: bool,
     ) -> CompactionResult:
+        """The entry's texts. With ``short_alongside`` the short summary is asked at the
+        same time as the history summary (given the previous summary rather than the new
+        one), so that whoever waits pays for one request's time, not two in sequence."""
         reserve = self.settings.reserve_tokens
         # pi (0.73.1 and 1.6) asks the summarizer to reason at the session's thinking level.
         reasoning = reasoning_for(self.store.leaf_view.thinking_level)
+        wants_short = self.settings.short_summary and supplied_summary is None
+
+        def short(merged: str | None) -> Awaitable[str]:
+            return _failing_as(
+                "Short summary failed",
+                summarize_fitted(
+                    summaries,
+                    preparation.recent_messages,
+                    lambda conversation: short_summary_prompt(
+                        conversation, merged, compacting.context
+                    ),
+                    max_tokens=short_summary_max_tokens(reserve),
+                    purpose="short",
+                    reasoning=reasoning,
+                ),
+            )
+
+        short_summary: str | None = None
         if supplied_summary is not None:
             summary = supplied_summary
         else:
@@ -202,38 +283,32 @@ class Compactor:
                     ),
                 )
 
-            if preparation.is_split_turn and preparation.turn_prefix_messages:
-                prefix = _failing_as(
-                    "Turn prefix summarization failed",
-                    summarize_fitted(
-                        summaries,
-                        preparation.turn_prefix_messages,
-                        lambda conversation: turn_prefix_prompt(conversation, custom_instructions),
-                        max_tokens=turn_prefix_max_tokens(reserve),
-                        purpose="turnPrefix",
-                        reasoning=reasoning,
-                    ),
+            works: list[Awaitable[str]] = [history()]
+            split = preparation.is_split_turn and bool(preparation.turn_prefix_messages)
+            if split:
+                works.append(
+                    _failing_as(
+                        "Turn prefix summarization failed",
+                        summarize_fitted(
+                            summaries,
+                            preparation.turn_prefix_messages,
+                            lambda conversation: turn_prefix_prompt(
+                                conversation, custom_instructions
+                            ),
+                            max_tokens=turn_prefix_max_tokens(reserve),
+                            purpose="turnPrefix",
+                            reasoning=reasoning,
+                        ),
+                    )
                 )
-                history_text, prefix_text = await _both(history(), prefix)
-                summary = history_text + SPLIT_TURN_SEPARATOR + prefix_text
-            else:
-                summary = await history()
-
-        short_summary: str | None = None
-        if self.settings.short_summary and supplied_summary is None:
-            short_summary = await _failing_as(
-                "Short summary failed",
-                summarize_fitted(
-                    summaries,
-                    preparation.recent_messages,
-                    lambda conversation: short_summary_prompt(
-                        conversation, summary, compacting.context
-                    ),
-                    max_tokens=short_summary_max_tokens(reserve),
-                    purpose="short",
-                    reasoning=reasoning,
-                ),
-            )
+            if wants_short and short_alongside:
+                works.append(short(preparation.previous_summary))
+            texts = await _in_order(works)
+            summary = texts[0] + (SPLIT_TURN_SEPARATOR + texts[1] if split else "")
+            if wants_short and short_alongside:
+                short_summary = texts[-1]
+        if wants_short and short_summary is None:
+            short_summary = await short(summary)
         read_files, modified_files = preparation.file_ops.lists()
         carried = dict(preparation.previous_preserve_data or {})
         carried.pop(_REMOTE_STATE_KEY, None)
@@ -249,7 +324,7 @@ class Compactor:
     def _details(
         self,
         preparation: CompactionPreparation,
-        summaries: SummaryContext,
+        completions: list[Completion],
         problems: list[str],
         *,
         supplied: bool,
@@ -258,8 +333,8 @@ class Compactor:
         details: dict[str, Any] = {"readFiles": read_files, "modifiedFiles": modified_files}
         if supplied:
             details["summarizer"] = {"kind": "supplied"}
-        elif summaries.completions:
-            details["summarizer"] = _summarizer_details(summaries.completions)
+        elif completions:
+            details["summarizer"] = _summarizer_details(completions)
         if problems:
             details["hookProblems"] = problems
         return details
@@ -332,26 +407,21 @@ async def _failing_as(prefix: str, work: Awaitable[str]) -> str:
         ) from None
 
 
-async def _both(history: Awaitable[str], prefix: Awaitable[str]) -> tuple[str, str]:
-    """Run the history and turn-prefix summaries at once.
+async def _in_order(works: list[Awaitable[str]]) -> list[str]:
+    """Run summary calls at once; their texts in the order given.
 
-    The failure reported does not depend on which of two failing calls answers first:
-    a failed history summary is the one reported (the prefix's call is cancelled), and
-    the prefix's failure only once the history summary has succeeded (pi's
+    The failure reported does not depend on which of several failing calls answers
+    first: the first failing one in the order given is reported (the history summary
+    before the turn prefix before the short summary) and the others are cancelled (pi's
     ``Promise.all`` reports whichever rejects first)."""
-    first, second = asyncio.ensure_future(history), asyncio.ensure_future(prefix)
+    tasks = [asyncio.ensure_future(work) for work in works]
     try:
-        history_text = await first
+        return [await task for task in tasks]
     except BaseException:
-        second.cancel()
-        await asyncio.gather(second, return_exceptions=True)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         raise
-    try:
-        prefix_text = await second
-    except BaseException:
-        second.cancel()
-        raise
-    return history_text, prefix_text
 
 
 def _summarizer_details(completions: list[Completion]) -> dict[str, Any]:

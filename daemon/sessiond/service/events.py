@@ -24,3 +24,7 @@ class CompactionEnded(msgspec.Struct, rename="camel", kw_only=True, omit_default
     entry_id: str | None = None
     tokens_before: int | None = None
     tokens_after: int | None = None
+    # Skipped because automatic compaction is paused (the no-loop rule).
+    paused: bool = False
+    # The entry's summary was written in the background before this compaction.
+    prepared: bool = False

@@ -8,7 +8,7 @@ Automatic runs never raise: what went wrong is in the end event's
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from sessiond.errors import (
     AlreadyCompactedError,
@@ -18,7 +18,7 @@ from sessiond.errors import (
 )
 from sessiond.wire.compaction import CompactionReason
 
-from .compactor import CompactionOutcome, Compactor
+from .compactor import CompactionOutcome, Compactor, PreparedSummary
 from .events import CompactionEnded, CompactionStarted
 from .summarize import SummaryContext
 
@@ -44,16 +44,21 @@ async def run_compaction(
     custom_instructions: str | None = None,
     supplied_summary: str | None = None,
     expected_first_kept_id: str | None = None,
+    ready: Callable[[], Awaitable[PreparedSummary | None]] | None = None,
 ) -> tuple[CompactionOutcome | None, CompactionEnded]:
+    """``ready`` gives the summary written in the background, if one may be committed
+    (waiting for it if it is still being written); without one a new one is written."""
     manual = reason == "manual"
     emit(CompactionStarted(reason=reason, will_retry=will_retry))
     try:
+        prepared = await ready() if ready is not None else None
         outcome = await compactor.run(
             summaries,
             reason=reason,
             custom_instructions=custom_instructions,
             supplied_summary=supplied_summary,
             expected_first_kept_id=expected_first_kept_id,
+            ready=prepared,
         )
     except asyncio.CancelledError:
         emit(CompactionEnded(reason=reason, aborted=True, will_retry=False))
@@ -90,6 +95,7 @@ async def run_compaction(
         entry_id=outcome.entry.id,
         tokens_before=outcome.result.tokens_before,
         tokens_after=outcome.tokens_after,
+        prepared=prepared is not None and not outcome.from_extension,
     )
     emit(ended)
     return outcome, ended

@@ -5,8 +5,11 @@ An overflow answer is compacted (reason ``overflow``) and the client is told
 to retry; a context over the threshold is pruned and compacted (``threshold``)
 and the client is told to continue, with the auto-continue prompt. A second
 overflow right after an overflow compaction fails with pi's one-shot message
-instead of looping. Whatever becomes of the compaction (written, failed,
-skipped, cancelled by a hook, aborted) is reported, never raised.
+instead of looping, and a compaction that left the context over the threshold
+pauses threshold compactions (``loop_rule``). Between the soft mark and the
+threshold, a compaction's summary is started in the background (``background``).
+Whatever becomes of the compaction (written, failed, skipped, paused, cancelled by
+a hook, aborted) is reported, never raised.
 """
 
 from __future__ import annotations
@@ -21,7 +24,12 @@ from sessiond.core.messages import AssistantMessage, UserMessage
 from sessiond.core.overflow import is_context_overflow
 from sessiond.core.pruning import PrunePlan
 from sessiond.core.summary_prompts import auto_continue_prompt
-from sessiond.core.tokens import Estimator, calculate_context_tokens, should_compact
+from sessiond.core.tokens import (
+    Estimator,
+    calculate_context_tokens,
+    resolve_threshold_tokens,
+    should_compact,
+)
 from sessiond.errors import OperationCancelledError
 from sessiond.settings import Settings
 from sessiond.store.records import EntryRecord
@@ -30,6 +38,7 @@ from sessiond.wire.compaction import CompactionReason
 
 from .compactor import COMPACTION_CANCELLED, CompactionOutcome
 from .events import CompactionEnded
+from .loop_rule import CompactionsLeft
 from .pruning import prune_tool_outputs
 from .workers import Exclusive
 
@@ -40,11 +49,13 @@ OVERFLOW_ONE_SHOT_MESSAGE = (
 
 TurnAction = Literal["none", "retry", "continue"]
 # What became of the compaction the checks called for (see ``TurnCheck``).
-AutoOutcome = Literal["compacted", "failed", "skipped", "cancelled", "aborted"]
+AutoOutcome = Literal["compacted", "failed", "skipped", "cancelled", "aborted", "paused"]
 AutoReason = Literal["threshold", "overflow"]
 CompactFn = Callable[
     [CompactionReason, bool], Awaitable[tuple[CompactionOutcome | None, CompactionEnded]]
 ]
+# Starts a background summary, given the context's size and the threshold.
+StartBackgroundFn = Callable[[int, int], None]
 
 
 @dataclass
@@ -122,6 +133,8 @@ async def end_of_turn(
     emit_ended: Callable[[CompactionEnded], None],
     now_ms: int,
     exclusive: Exclusive[None] | None = None,
+    left: CompactionsLeft | None = None,
+    start_background: StartBackgroundFn | None = None,
 ) -> TurnCheck:
     config = settings.compaction
     path = store.path_records()
@@ -187,8 +200,39 @@ async def end_of_turn(
             # The edits make the answer's measurement stale: the size is now pi 1.6's
             # estimate of the edited context.
             tokens = store.leaf_view.estimate_context(estimator).tokens
+    threshold = resolve_threshold_tokens(context_window, config)
+    pause = (
+        left.pause(compaction.id if compaction else None, threshold, config.keep_recent_tokens)
+        if left is not None
+        else None
+    )
     if not should_compact(tokens, context_window, config):
+        if (
+            start_background is not None
+            and pause is None
+            and config.background_at > 0
+            and tokens > int(threshold * config.background_at)
+        ):
+            start_background(tokens, threshold)
         return TurnCheck(pruned=pruned, context_tokens=tokens)
+    if pause is not None:
+        ended = CompactionEnded(
+            reason="threshold",
+            aborted=False,
+            will_retry=False,
+            skipped=True,
+            paused=True,
+            error_message=pause.message,
+        )
+        if pause.first and compaction is not None and left is not None:
+            left.announced(compaction.id)
+            emit_ended(ended)
+        return TurnCheck(
+            ended=ended,
+            pruned=pruned,
+            context_tokens=tokens,
+            auto=AutoReport("threshold", "paused", pause.message),
+        )
     run = await _auto_compact(compact, "threshold", False)
     continuing = run.outcome is not None and config.auto_continue
     return TurnCheck(
@@ -234,6 +278,7 @@ def _index_on(path: list[EntryRecord], record: EntryRecord) -> int:
 class _LatestCompaction:
     index: int
     ms: int | None
+    id: str
 
 
 def _latest_compaction(store: SessionStore, path: list[EntryRecord]) -> _LatestCompaction | None:
@@ -242,7 +287,7 @@ def _latest_compaction(store: SessionStore, path: list[EntryRecord]) -> _LatestC
         if record.type == "compaction":
             entry = store.entry_of(record)
             if isinstance(entry, CompactionEntry):
-                return _LatestCompaction(index, iso_to_ms(entry.timestamp))
+                return _LatestCompaction(index, iso_to_ms(entry.timestamp), entry.id)
     return None
 
 

@@ -6,7 +6,9 @@ from typing import Any, Literal, TypeAlias
 
 import msgspec
 
-CompactionReason: TypeAlias = Literal["manual", "threshold", "overflow"]
+# "background": a summary written ahead of the threshold while the agent goes on; its
+# commit is reported with the reason of the compaction that commits it.
+CompactionReason: TypeAlias = Literal["manual", "threshold", "overflow", "background"]
 
 
 class CompactionResult(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):

@@ -93,11 +93,12 @@ export interface AssistantMessageInput {
  * failed, or an overflow right after an overflow compaction. ``skipped``: nothing
  * to compact. ``cancelled``: a ``session_before_compact`` hook said cancel.
  * ``aborted``: ``compaction/abort``, or a ``compaction/run`` that took over.
- * Nothing is written unless ``compacted``.
+ * ``paused``: the last compaction left the context over the threshold, so none is
+ * tried (``message`` says what to do). Nothing is written unless ``compacted``.
  */
 export interface AutoCompactionReport {
   reason: "overflow" | "threshold";
-  outcome: "aborted" | "cancelled" | "compacted" | "failed" | "skipped";
+  outcome: "aborted" | "cancelled" | "compacted" | "failed" | "paused" | "skipped";
   /** @default null */
   message?: string | null;
 }
@@ -271,7 +272,7 @@ export interface CompactingHookResult {
 
 export interface CompactionEndedNotification {
   sessionId: string;
-  reason: "manual" | "overflow" | "threshold";
+  reason: "background" | "manual" | "overflow" | "threshold";
   aborted: boolean;
   willRetry: boolean;
   /** @default null */
@@ -286,6 +287,10 @@ export interface CompactionEndedNotification {
   tokensBefore?: number | null;
   /** @default null */
   tokensAfter?: number | null;
+  /** @default false */
+  paused?: boolean;
+  /** @default false */
+  prepared?: boolean;
 }
 
 export interface CompactionEntry {
@@ -385,7 +390,7 @@ export interface CompactionResult {
 
 export interface CompactionStartedNotification {
   sessionId: string;
-  reason: "manual" | "overflow" | "threshold";
+  reason: "background" | "manual" | "overflow" | "threshold";
   willRetry: boolean;
 }
 
@@ -394,6 +399,8 @@ export interface CompactionSummaryInfo {
   reason: string;
   tokensBefore: number;
   tokensAfter: number;
+  /** @default false */
+  prepared?: boolean;
 }
 
 export interface CompactionSummaryMessage {
@@ -464,6 +471,26 @@ export interface Cost {
   cacheWrite?: number;
   /** @default 0 */
   total?: number;
+}
+
+export interface CoveredParams {
+  sessionId: string;
+  entryId: string;
+  /** @default 0 */
+  offset?: number;
+  /** @default 1000 */
+  limit?: number;
+}
+
+export interface CoveredResult {
+  entryId: string;
+  firstKeptEntryId: string;
+  /** @default null */
+  previousCompactionId?: string | null;
+  entryIds: string[];
+  total: number;
+  /** @default null */
+  nextOffset?: number | null;
 }
 
 /** oh-my-pi: which account (a sha-256 of it) served a provider's requests. */
@@ -1055,7 +1082,7 @@ export interface ServiceTierChangeEntryInput {
 
 export interface SessionChanged {
   sessionId: string;
-  reason: "append" | "compaction" | "fileAppended" | "fileRewritten" | "navigate" | "rewrite";
+  reason: "append" | "compaction" | "fileAppended" | "fileRewritten" | "navigate" | "rewrite" | "undo";
   leafId: string | null;
   entryCount: number;
   /** @default [] */
@@ -1391,6 +1418,22 @@ export interface TurnEndedResult {
   usage?: Usage | null;
 }
 
+export interface UndoCompactionParams {
+  sessionId: string;
+  /** @default null */
+  entryId?: string | null;
+}
+
+export interface UndoCompactionResult {
+  undoneEntryId: string;
+  markerId: string;
+  copiedIds: string[];
+  copiedFrom: string[];
+  skippedIds: string[];
+  leafId: string;
+  usage: Usage;
+}
+
 export interface UpdateSettingsParams {
   /** @default null */
   sessionId?: string | null;
@@ -1492,8 +1535,10 @@ export interface WorkDoneReport {
 export interface Methods {
   "agent/turnEnded": { params: TurnEndedParams; result: TurnEndedResult };
   "compaction/abort": { params: SessionRef; result: AbortResult };
+  "compaction/covered": { params: CoveredParams; result: CoveredResult };
   "compaction/prepare": { params: PrepareCompactionParams; result: CompactionPreparationWire };
   "compaction/run": { params: RunCompactionParams; result: RunCompactionResult };
+  "compaction/undo": { params: UndoCompactionParams; result: UndoCompactionResult };
   "context/build": { params: BuildContextParams; result: BuildContextResult };
   "context/usage": { params: ContextUsageParams; result: Usage };
   "initialize": { params: InitializeParams; result: InitializeResult };
@@ -1565,8 +1610,10 @@ export type HookName =
 export const METHOD_NAMES: readonly MethodName[] = [
   "agent/turnEnded",
   "compaction/abort",
+  "compaction/covered",
   "compaction/prepare",
   "compaction/run",
+  "compaction/undo",
   "context/build",
   "context/usage",
   "initialize",
