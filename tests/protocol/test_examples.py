@@ -123,7 +123,9 @@ def test_examples_are_well_formed() -> None:
             assert step["direction"] in ("send", "receive", "check"), where
             assert step.get("peer", next(iter(peers))) in peers, where
             if step["direction"] == "check":
-                assert set(step) <= {"direction", "path", "exists", "mode", "jsonl"}, where
+                assert set(step) <= {"direction", "path", "exists", "mode", "jsonl", "comment"}, (
+                    where
+                )
                 continue
             assert set(step) <= {"direction", "peer", "message", "raw", "comment"}, where
             assert ("message" in step) != ("raw" in step), where
