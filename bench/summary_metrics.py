@@ -88,7 +88,7 @@ def entities(summary: str) -> list[str]:
     return [name for name in found if len(name) > 1]
 
 
-# The rule this corpus was first measured with (issue 27), kept as the primary figure:
+# The rule this corpus was first measured with, kept as the primary figure:
 # every backticked span of the whole text (prose or code, plain words too) and every
 # path-shaped word outside them that holds a slash or ends in a common extension, each
 # found when the other text has it as written.
