@@ -54,7 +54,7 @@ def publish_event(actor: SessionActor, event: CompactionEvent) -> None:
         actor.publish(
             "compaction/started",
             CompactionStartedNotification(
-                session_id=actor.session_id, reason=event.reason, will_retry=event.will_retry
+                session_id=actor.session_id, **msgspec.structs.asdict(event)
             ),
         )
         return
@@ -62,20 +62,9 @@ def publish_event(actor: SessionActor, event: CompactionEvent) -> None:
 
 
 def ended_notification(actor: SessionActor, event: CompactionEnded) -> CompactionEndedNotification:
-    return CompactionEndedNotification(
-        session_id=actor.session_id,
-        reason=event.reason,
-        aborted=event.aborted,
-        will_retry=event.will_retry,
-        result=event.result,
-        error_message=event.error_message,
-        skipped=event.skipped,
-        entry_id=event.entry_id,
-        tokens_before=event.tokens_before,
-        tokens_after=event.tokens_after,
-        paused=event.paused,
-        prepared=event.prepared,
-    )
+    # The notification is the event with the session named: copied whole, so a field
+    # added to the event cannot be left behind.
+    return CompactionEndedNotification(session_id=actor.session_id, **msgspec.structs.asdict(event))
 
 
 def compaction_request(
