@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import Any
 
-from sessiond_client import SessiondClient
+from sessiond_client import SessiondClient, SessiondClientError
 from sessiond_client import types as t
 from tests.fake_provider import Answer, FakeProvider, default_answer
 
@@ -246,3 +247,101 @@ async def test_another_programs_write_makes_the_background_summary_stale(
     over = await turn(client, sid, 3, 1100)
     assert over.compaction is not None and not over.compaction.prepared
     assert history_requests(provider) == 2
+
+
+async def until(condition: Callable[[], bool], what: str) -> None:
+    for _ in range(500):
+        if condition():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"never happened: {what}")
+
+
+def progress_of(seen: Seen, token: str) -> list[Any]:
+    return [n.params.value for n in seen.all() if n.params.token == token]
+
+
+async def test_background_work_is_shown_as_progress_to_the_clients_that_take_it(
+    connect: Connect, project: str, provider: FakeProvider
+) -> None:
+    """``$/progress`` on a token each client accepted first (LSP's server-initiated
+    progress): sent to those that declared it and said yes; one that refuses or never
+    answers gets none and holds nobody else's."""
+    provider.responder = lambda body: Answer(text="## Goal\nheld back", hold=True)
+    owner = await connect()
+    await owner.initialize(settings=settings(provider, backgroundAt=0.5), background_progress=True)
+    created = await owner.new_session(cwd=project, write_now=True)
+    sid = created.session_id
+    asked: dict[str, list[Any]] = {"plain": [], "refusing": [], "silent": []}
+
+    async def follower(name: str, *, declares: bool, answer: Any) -> Seen:
+        client = await connect()
+
+        async def create(params: Any) -> Any:
+            asked[name].append(params)
+            return await answer()
+
+        client.handle_request("window/workDoneProgress/create", create)
+        await client.initialize(background_progress=declares)
+        await client.open_session(created.path)
+        return Seen(client, "$/progress")
+
+    async def refuse() -> Any:
+        raise SessiondClientError("no progress here", code=-32600)
+
+    async def never() -> Any:
+        await asyncio.Event().wait()
+
+    async def accept() -> Any:
+        return None
+
+    plain = await follower("plain", declares=False, answer=accept)
+    refusing = await follower("refusing", declares=True, answer=refuse)
+    silent = await follower("silent", declares=True, answer=never)
+    started = Seen(owner, "compaction/started")
+    shown = Seen(owner, "$/progress")
+    await turn(owner, sid, 1, 300)
+    await turn(owner, sid, 2, 700)
+    await started.at_least(1, "the background summary")
+    token = started.all()[0].params.progress_token
+    assert isinstance(token, str) and token
+    # Begun while the summary is still being written, and while one client is silent.
+    await shown.at_least(1, "the begin of the background progress")
+    begin = progress_of(shown, token)[0]
+    assert isinstance(begin, t.WorkDoneBegin) and begin.title.endswith("in the background")
+    await until(lambda: bool(asked["refusing"] and asked["silent"]), "both were asked")
+    assert [p["token"] for p in asked["refusing"] + asked["silent"]] == [token, token]
+    provider.released.set()
+    provider.responder = default_answer
+    await shown.at_least(3, "the report and the end")
+    values = progress_of(shown, token)
+    assert isinstance(values[-1], t.WorkDoneEnd) and "ready" in (values[-1].message or "")
+    assert any(isinstance(v, t.WorkDoneReport) for v in values[1:-1])
+    assert asked["plain"] == []  # not declared: never asked
+    assert plain.all() == [] and refusing.all() == [] and silent.all() == []
+    over = await turn(owner, sid, 3, 1100)
+    assert over.compaction is not None and over.compaction.prepared
+    assert history_requests(provider) == 1
+
+
+async def test_a_summary_done_before_the_token_is_accepted_is_still_begun_and_ended(
+    connect: Connect, project: str, provider: FakeProvider
+) -> None:
+    client = await connect()
+    accepted = asyncio.Event()
+    ended = Seen(client, "compaction/ended")
+
+    async def slow_accept(params: Any) -> None:
+        await ended.at_least(1, "the background summary's end")
+        accepted.set()
+
+    client.handle_request("window/workDoneProgress/create", slow_accept)
+    await client.initialize(settings=settings(provider, backgroundAt=0.5), background_progress=True)
+    sid = (await client.new_session(cwd=project)).session_id
+    shown = Seen(client, "$/progress")
+    await turn(client, sid, 1, 300)
+    await turn(client, sid, 2, 700)
+    await asyncio.wait_for(accepted.wait(), 10)
+    await shown.at_least(2, "begin and end")
+    kinds = [type(v) for v in (n.params.value for n in shown.all())]
+    assert kinds == [t.WorkDoneBegin, t.WorkDoneEnd]

@@ -61,6 +61,7 @@ NOTIFICATION_HOOKS = {
     "hooks/session_tree": "session_tree",
 }
 LLM_COMPLETE = "llm/complete"
+WORK_DONE_PROGRESS_CREATE = "window/workDoneProgress/create"
 _any_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
 _tokens = itertools.count(1)
 

@@ -11,8 +11,10 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Self
 
+import msgspec
+
 from ._version import __version__
-from .base import ClientBase, Connecting, ProgressCallback
+from .base import WORK_DONE_PROGRESS_CREATE, ClientBase, Connecting, ProgressCallback
 from .entries import EntryInput, entry_json
 from .rpc import Tracer
 from .transport import connect_tcp, connect_unix, resolve_token, spawn_process
@@ -70,6 +72,7 @@ from .types import (
     UpdateSettingsParams,
     Usage,
     UserMessagesResult,
+    WindowCapabilities,
 )
 
 PathLike = str | os.PathLike[str]
@@ -175,14 +178,21 @@ class SessiondClient(ClientBase):
         opt_out_notifications: Iterable[str] = (),
         settings: Mapping[str, Any] | None = None,
         protocol_version: str = PROTOCOL_VERSION,
+        background_progress: bool = False,
     ) -> InitializeResult:
         """``initialize`` then ``initialized``.
 
         ``hooks=None`` declares the request hooks that have a handler, plus the
         notification hooks (``hooks/session_compact``, ``hooks/session_tree``) that a
         subscriber named; ``llm=None`` declares ``llm`` when an ``llm/complete``
-        handler is registered.
+        handler is registered. ``background_progress`` declares
+        ``window.workDoneProgress`` and accepts every token the daemon makes
+        (``window/workDoneProgress/create``, unless a handler of the caller's answers
+        it): ``$/progress`` for summaries written in the background then arrives with
+        the other notifications, on the token ``compaction/started`` names.
         """
+        if background_progress and WORK_DONE_PROGRESS_CREATE not in self._rpc.handlers:
+            self._rpc.handlers[WORK_DONE_PROGRESS_CREATE] = _accept_token
         declared: list[str] = list(hooks) if hooks is not None else self._declared_hooks()
         params = InitializeParams(
             client_info=ClientInfo(name=client_name, version=client_version),
@@ -191,6 +201,7 @@ class SessiondClient(ClientBase):
                 hooks=declared,
                 llm=llm if llm is not None else "llm/complete" in self._rpc.handlers,
                 opt_out_notifications=list(opt_out_notifications),
+                window=WindowCapabilities(work_done_progress=True) if background_progress else None,
             ),
             settings=dict(settings) if settings is not None else None,
             auth_token=self._auth_token,
@@ -449,6 +460,10 @@ class SessiondClient(ClientBase):
         """Override ``{group: {key: value}}`` for this connection, or for one session."""
         params = UpdateSettingsParams(session_id=session_id, settings=dict(settings))
         return await self.request("settings/update", params, SettingsResult)
+
+
+async def _accept_token(params: msgspec.Raw) -> None:
+    return None
 
 
 def _opt_path(value: PathLike | None) -> str | None:

@@ -190,6 +190,7 @@ class ClientCapabilities(_Wire, kw_only=True):
     hooks: list[str] = msgspec.field(default_factory=list)
     llm: bool = False
     opt_out_notifications: list[str] = msgspec.field(default_factory=list)
+    window: WindowCapabilities | None = None
 
 
 class ClientInfo(_Wire, kw_only=True):
@@ -301,6 +302,7 @@ class CompactionStartedNotification(_Wire, kw_only=True):
     session_id: str
     reason: Literal['background', 'manual', 'overflow', 'threshold']
     will_retry: bool
+    progress_token: str | None = None
 
 
 class CompactionSummaryInfo(_Wire, kw_only=True):
@@ -741,7 +743,9 @@ class PrepareCompactionParams(_Wire, kw_only=True):
 
 
 class ProgressParams(_Wire, kw_only=True):
-    """$/progress: LSP work-done progress of a request that carried a workDoneToken."""
+    """$/progress: LSP work-done progress, of a request that carried a workDoneToken or
+    of a background summary (on a token made by window/workDoneProgress/create).
+    """
     token: int | str
     value: WorkDoneProgress
 
@@ -1150,6 +1154,11 @@ class UserMessagesResult(_Wire, kw_only=True):
     messages: list[dict[str, str]]
 
 
+class WindowCapabilities(_Wire, kw_only=True):
+    """Where LSP puts them: what the client's window can show."""
+    work_done_progress: bool = False
+
+
 class WorkDoneBegin(_Wire, kw_only=True, tag_field='kind', tag='begin'):
     """LSP ``WorkDoneProgressBegin``: the first ``$/progress`` value of an operation."""
     title: str
@@ -1160,6 +1169,11 @@ class WorkDoneBegin(_Wire, kw_only=True, tag_field='kind', tag='begin'):
 
 class WorkDoneEnd(_Wire, kw_only=True, tag_field='kind', tag='end'):
     message: str | None = None
+
+
+class WorkDoneProgressCreateParams(_Wire, kw_only=True):
+    """LSP ``WorkDoneProgressCreateParams``: the token the server will report on."""
+    token: int | str
 
 
 class WorkDoneReport(_Wire, kw_only=True, tag_field='kind', tag='report'):
@@ -1201,7 +1215,8 @@ LlmMessage: TypeAlias = UserMessage | SystemMessage | DeveloperMessage | Assista
 MessageInput: TypeAlias = UserMessage | SystemMessage | DeveloperMessage | AssistantMessageInput | ToolResultMessage | BashExecutionMessage | PythonExecutionMessage | CustomMessage | HookMessage | FileMentionMessage
 
 
-# JSON null: the result of a request that answers nothing (shutdown).
+# JSON null: the result of a request that answers nothing (shutdown,
+# window/workDoneProgress/create).
 NullResult: TypeAlias = None
 
 
@@ -1254,6 +1269,7 @@ SERVER_REQUESTS: dict[str, tuple[Any, Any]] = {
     'hooks/session_before_compact': (BeforeCompactHookParams, BeforeCompactHookResult),
     'hooks/session_before_tree': (BeforeTreeHookParams, BeforeTreeHookResult),
     'llm/complete': (LlmCompleteParams, LlmCompleteResult),
+    'window/workDoneProgress/create': (WorkDoneProgressCreateParams, type(None)),
 }
 # Notifications the daemon sends: method -> params type.
 NOTIFICATIONS: dict[str, Any] = {

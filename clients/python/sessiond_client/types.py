@@ -92,9 +92,11 @@ from .protocol import (
     UpdateSettingsParams,
     Usage,
     UserMessagesResult,
+    WindowCapabilities,
     WorkDoneBegin,
     WorkDoneEnd,
     WorkDoneProgress,
+    WorkDoneProgressCreateParams,
     WorkDoneReport,
 )
 
@@ -189,8 +191,10 @@ __all__ = [
     "UpdateSettingsParams",
     "Usage",
     "UserMessagesResult",
+    "WindowCapabilities",
     "WorkDoneBegin",
     "WorkDoneEnd",
     "WorkDoneProgress",
+    "WorkDoneProgressCreateParams",
     "WorkDoneReport",
 ]

@@ -16,7 +16,7 @@ from sessiond.llm.delegated import DelegatedComplete
 from sessiond.llm.errors import ProviderError
 
 from .hook_types import LlmCompleteParams, LlmCompleteResult
-from .types import ClientCapabilities
+from .lifecycle_types import ClientCapabilities
 
 _log = logging.getLogger(__name__)
 # A summary through the editor's model can take minutes; the daemon waits this long.
@@ -84,6 +84,18 @@ class ConnectedClients:
         for state in self:
             if state.id in clients and state.initialized and state.wants(method):
                 state.connection.notify(method, params)
+
+    def taking_progress(self, among: Collection[int]) -> list[ClientState]:
+        """Those of ``among`` that can be sent ``$/progress`` for work they did not request:
+        they declared ``window.workDoneProgress`` and did not opt out of ``$/progress``."""
+        return [
+            c
+            for c in self
+            if c.id in among
+            and c.initialized
+            and c.capabilities.window.work_done_progress
+            and c.wants("$/progress")
+        ]
 
     def delegated_completion(
         self, *, preferred: int | None, audience: Callable[[], Collection[int]]

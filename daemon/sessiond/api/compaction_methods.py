@@ -11,6 +11,7 @@ import msgspec
 from sessiond.core.preparation import CompactionPreparation, NotCompactable
 from sessiond.jsonrpc import RequestContext
 from sessiond.service.actor import SessionActor
+from sessiond.service.background import BackgroundEvent, BackgroundWork
 from sessiond.service.compaction_history import covered_entries, undo_compaction
 from sessiond.service.compaction_requests import (
     CompactionRequest,
@@ -23,12 +24,13 @@ from sessiond.service.runs import CompactionEvent
 from sessiond.service.usage import context_usage
 from sessiond.settings import Settings
 
+from .background_progress import BackgroundProgress
 from .daemon import Daemon
 from .hooks import preparation_wire
 from .methods import MethodTable
 from .notification_types import CompactionEndedNotification, CompactionStartedNotification
 from .notifications import announce_change
-from .summarizing import end_progress, request_summaries
+from .summarizing import end_progress, request_progress, request_summaries
 from .types import (
     AbortResult,
     AutoCompactionReport,
@@ -49,12 +51,18 @@ from .types import (
 METHODS = MethodTable()
 
 
-def publish_event(actor: SessionActor, event: CompactionEvent) -> None:
+def publish_event(
+    actor: SessionActor, event: CompactionEvent, *, progress_token: str | None = None
+) -> None:
+    # Each notification is its event with the session named: copied whole, so a field
+    # added to the event cannot be left behind.
     if isinstance(event, CompactionStarted):
         actor.publish(
             "compaction/started",
             CompactionStartedNotification(
-                session_id=actor.session_id, **msgspec.structs.asdict(event)
+                session_id=actor.session_id,
+                progress_token=progress_token,
+                **msgspec.structs.asdict(event),
             ),
         )
         return
@@ -62,8 +70,6 @@ def publish_event(actor: SessionActor, event: CompactionEvent) -> None:
 
 
 def ended_notification(actor: SessionActor, event: CompactionEnded) -> CompactionEndedNotification:
-    # The notification is the event with the session named: copied whole, so a field
-    # added to the event cannot be left behind.
     return CompactionEndedNotification(session_id=actor.session_id, **msgspec.structs.asdict(event))
 
 
@@ -74,18 +80,38 @@ def compaction_request(
     settings: Settings,
     mode: Literal["manual", "auto"],
 ) -> CompactionRequest:
-    """The compaction use case's view of this request: its summarizer (with or without
-    ``$/progress``), the hooks of the session's clients, where its events go."""
-    title = "Compacting the session"
+    """The compaction use case's view of this request: its summarizer (with ``$/progress``
+    on the request's token), the hooks of the session's clients, where its events go,
+    and how a summary it starts in the background is shown."""
+
+    def background_work() -> BackgroundWork:
+        # Shown to the clients that have the session open now and take progress they
+        # did not request; the request that started it is answered long before it ends.
+        progress = BackgroundProgress(daemon.clients.taking_progress(actor.subscribers))
+
+        def emit(event: BackgroundEvent) -> None:
+            publish_event(actor, event, progress_token=progress.token)
+            progress.follow(event)
+
+        return BackgroundWork(
+            request_summaries(daemon, ctx, actor, settings, "auto", progress.report), emit
+        )
+
     return CompactionRequest(
         session=actor,
         settings=settings,
         hooks=daemon.hooks(actor, settings),
-        summaries=lambda progress: request_summaries(
-            daemon, ctx, actor, settings, mode, title, with_progress=progress
+        summaries=lambda: request_summaries(
+            daemon,
+            ctx,
+            actor,
+            settings,
+            mode,
+            request_progress(daemon, ctx, "Compacting the session"),
         ),
         emit=lambda event: publish_event(actor, event),
         end_progress=lambda: end_progress(daemon, ctx, "Compaction finished"),
+        background_work=background_work,
     )
 
 

@@ -12,16 +12,15 @@ from sessiond.settings import merge_settings
 
 from .clients import MAX_CLIENT_NAME
 from .daemon import Daemon
-from .methods import MethodTable
-from .types import (
-    PROTOCOL_VERSION,
+from .lifecycle_types import (
     ClientInfo,
-    HookName,
     InitializeParams,
     InitializeResult,
     ServerCapabilities,
     ServerInfo,
 )
+from .methods import MethodTable
+from .types import PROTOCOL_VERSION, HookName
 
 METHODS = MethodTable()
 HOOK_NAMES = list(get_args(HookName))

@@ -30,6 +30,9 @@ class CompactionStartedNotification(msgspec.Struct, kw_only=True, **WIRE_OPTIONS
     session_id: str
     reason: CompactionReason
     will_retry: bool
+    # A background summary's ``$/progress`` token, for the clients that accepted it
+    # (``window/workDoneProgress/create``).
+    progress_token: str | None = None
 
 
 class CompactionEndedNotification(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):

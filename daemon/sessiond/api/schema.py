@@ -25,7 +25,12 @@ from typing import Any, Literal
 
 import msgspec
 
-from sessiond.jsonrpc import CancelParams, LogMessageParams, WorkDoneProgress
+from sessiond.jsonrpc import (
+    CancelParams,
+    LogMessageParams,
+    WorkDoneProgress,
+    WorkDoneProgressCreateParams,
+)
 
 from . import hook_types as h
 from . import notification_types as n
@@ -34,7 +39,8 @@ from .entry_types import SCHEMA_UNIONS
 
 
 class ProgressParams(msgspec.Struct):
-    """$/progress: LSP work-done progress of a request that carried a workDoneToken."""
+    """$/progress: LSP work-done progress, of a request that carried a workDoneToken or
+    of a background summary (on a token made by window/workDoneProgress/create)."""
 
     # The JSON-RPC layer sends its own ProgressNotificationParams, whose value it does not type.
     token: t.ProgressToken
@@ -72,12 +78,16 @@ NOTIFICATIONS: dict[str, Any] = {
     "hooks/session_compact": h.CompactHookParams,
     "hooks/session_tree": h.TreeHookParams,
 }
-# Daemon to client requests: the hooks a client declared, and llm/complete.
+# The result of a request answered with JSON null (shutdown).
+NULL_RESULT = "NullResult"
+# Daemon to client requests: the hooks a client declared, llm/complete, and LSP's request
+# for a progress token (to clients that declared ``window.workDoneProgress``).
 SERVER_REQUESTS: dict[str, tuple[Any, Any]] = {
     "hooks/session_before_compact": (h.BeforeCompactHookParams, h.BeforeCompactHookResult),
     "hooks/session.compacting": (h.CompactingHookParams, h.CompactingHookResult),
     "hooks/session_before_tree": (h.BeforeTreeHookParams, h.BeforeTreeHookResult),
     "llm/complete": (h.LlmCompleteParams, h.LlmCompleteResult),
+    "window/workDoneProgress/create": (WorkDoneProgressCreateParams, NULL_RESULT),
 }
 # LSP's own notifications, both ways: the connection handles them (exit, $/cancelRequest)
 # or the daemon accepts and ignores them (initialized).
@@ -92,8 +102,6 @@ UNIONS: dict[str, tuple[Any, str, dict[str, Any]]] = {
     ),
 }
 _HOOK_PREFIX = "hooks/"
-# The result of a request answered with JSON null (shutdown).
-NULL_RESULT = "NullResult"
 # msgspec names a component by its class, qualified when two classes share a name;
 # the schema's names must be plain identifiers (clients generate types from them).
 SCHEMA_NAMES: dict[str, str] = {}
@@ -226,7 +234,8 @@ def build_schema() -> dict[str, Any]:
         components[name] = {"title": name, "description": description, **unions[name], **more}
     components[NULL_RESULT] = {
         "title": NULL_RESULT,
-        "description": "JSON null: the result of a request that answers nothing (shutdown).",
+        "description": "JSON null: the result of a request that answers nothing (shutdown, "
+        "window/workDoneProgress/create).",
         "type": "null",
     }
     tags: dict[str, str] = {}

@@ -4,6 +4,7 @@ its candidates, and ``$/progress`` while a summary streams in."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Final, Literal
 
 from sessiond.jsonrpc import RequestContext, WorkDoneBegin, WorkDoneEnd, WorkDoneReport
@@ -24,22 +25,26 @@ def request_summaries(
     actor: SessionActor,
     settings: Settings,
     mode: Literal["manual", "auto"],
-    title: str,
-    *,
-    with_progress: bool = True,
+    progress: ProgressCallback | None,
 ) -> SummaryContext:
-    """A summarizer for this request, reporting ``$/progress`` when it has a token (and
-    ``with_progress``: a summary written in the background outlives its request).
+    """A summarizer for this request that tells ``progress`` how the summary streams in.
     ``llm/complete`` goes only to a client that has the session open."""
     delegated = daemon.clients.delegated_completion(
         preferred=ctx.connection.id, audience=lambda: actor.subscribers
     )
-    reports = with_progress and _reports_progress(daemon, ctx)
-    progress = _progress_reporter(ctx, title) if reports else None
     # The summarizers load on first use: most requests never need them.
     from sessiond.service.summarizer_setup import summary_context
 
     return summary_context(settings, mode=mode, delegated=delegated, progress=progress)
+
+
+def request_progress(daemon: Daemon, ctx: RequestContext, title: str) -> ProgressCallback | None:
+    """``$/progress`` on the request's ``workDoneToken``, begun now; None when the
+    request carried none or the client opted out."""
+    if not _reports_progress(daemon, ctx):
+        return None
+    ctx.progress(WorkDoneBegin(title=title, cancellable=True))
+    return throttled_reports(lambda message: ctx.progress(WorkDoneReport(message=message)))
 
 
 def end_progress(daemon: Daemon, ctx: RequestContext, message: str) -> None:
@@ -47,12 +52,8 @@ def end_progress(daemon: Daemon, ctx: RequestContext, message: str) -> None:
         ctx.progress(WorkDoneEnd(message=message))
 
 
-def _reports_progress(daemon: Daemon, ctx: RequestContext) -> bool:
-    return ctx.work_done_token is not None and daemon.client(ctx).wants("$/progress")
-
-
-def _progress_reporter(ctx: RequestContext, title: str) -> ProgressCallback:
-    ctx.progress(WorkDoneBegin(title=title, cancellable=True))
+def throttled_reports(send: Callable[[str], object]) -> ProgressCallback:
+    """A summarizer's progress as report messages, at most one per ``_PROGRESS_INTERVAL``."""
     last = 0.0
 
     def report(update: Progress) -> None:
@@ -61,6 +62,10 @@ def _progress_reporter(ctx: RequestContext, title: str) -> ProgressCallback:
         if now - last < _PROGRESS_INTERVAL:
             return
         last = now
-        ctx.progress(WorkDoneReport(message=f"{update.model}: {update.chars} characters received"))
+        send(f"{update.model}: {update.chars} characters received")
 
     return report
+
+
+def _reports_progress(daemon: Daemon, ctx: RequestContext) -> bool:
+    return ctx.work_done_token is not None and daemon.client(ctx).wants("$/progress")

@@ -12,7 +12,7 @@ from sessiond.service.navigator import NavigationResult, navigate_tree
 from .daemon import Daemon
 from .methods import MethodTable
 from .notifications import announce_change
-from .summarizing import end_progress, request_summaries
+from .summarizing import end_progress, request_progress, request_summaries
 from .types import AbortResult, NavigateParams, NavigateResult, SessionRef
 
 METHODS = MethodTable()
@@ -26,7 +26,14 @@ async def navigate_tree_to(
     settings = daemon.settings(ctx, actor)
     abort = asyncio.Event()
     summaries = (
-        request_summaries(daemon, ctx, actor, settings, "manual", "Summarizing the branch")
+        request_summaries(
+            daemon,
+            ctx,
+            actor,
+            settings,
+            "manual",
+            request_progress(daemon, ctx, "Summarizing the branch"),
+        )
         if params.summarize
         else None
     )

@@ -108,7 +108,7 @@ async def _compact(store: SessionStore, settings: Any, instructions: str | None)
         session=OfflineSession(store),
         settings=settings,
         hooks=NoHooks(),
-        summaries=lambda _: summary_context(settings, mode="manual", progress=progress),
+        summaries=lambda: summary_context(settings, mode="manual", progress=progress),
         emit=lambda event: None,
         end_progress=lambda: None,
     )

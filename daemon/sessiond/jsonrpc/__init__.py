@@ -31,6 +31,7 @@ from sessiond.jsonrpc.lsp_notifications import (
     WorkDoneBegin,
     WorkDoneEnd,
     WorkDoneProgress,
+    WorkDoneProgressCreateParams,
     WorkDoneReport,
 )
 from sessiond.jsonrpc.options import (
@@ -61,6 +62,7 @@ __all__ = [
     "WorkDoneBegin",
     "WorkDoneEnd",
     "WorkDoneProgress",
+    "WorkDoneProgressCreateParams",
     "WorkDoneReport",
     "add_server_arguments",
     "configure_logging",

@@ -49,10 +49,12 @@ from sessiond.jsonrpc.lsp_notifications import (
     CANCEL_REQUEST,
     LOG_MESSAGE,
     PROGRESS,
+    WORK_DONE_PROGRESS_CREATE,
     CancelParams,
     LogMessageParams,
     MessageType,
     ProgressNotificationParams,
+    WorkDoneProgressCreateParams,
 )
 from sessiond.jsonrpc.receive_budget import COUNTED_FROM_BYTES, ReceiveBudget
 from sessiond.jsonrpc.router import Router
@@ -185,6 +187,15 @@ class Connection:
     def progress(self, token: RequestId, value: Any) -> None:
         """Send ``$/progress`` (``value``: a ``WorkDoneBegin/Report/End`` or any JSON value)."""
         self.notify(PROGRESS, ProgressNotificationParams(token, value))
+
+    async def create_progress(self, token: RequestId, *, timeout: float) -> None:
+        """Ask the client to accept ``$/progress`` on ``token`` (LSP's
+        ``window/workDoneProgress/create``), as LSP requires before progress of work the
+        client did not request. Raises ``ClientRequestFailed`` when it refuses or does not
+        answer within ``timeout``."""
+        await self.request(
+            WORK_DONE_PROGRESS_CREATE, WorkDoneProgressCreateParams(token), timeout=timeout
+        )
 
     def log_message(self, message: str, type: MessageType = MessageType.INFO) -> None:
         """Send ``window/logMessage``, for the client to show in its log: always one line

@@ -1,7 +1,9 @@
-"""The LSP notifications the layer itself handles or sends, and their params.
+"""The LSP messages the layer itself handles or sends, and their params.
 
 ``$/cancelRequest`` (handled by the dispatcher), ``$/progress`` with LSP's work-done
-values, and ``window/logMessage`` with its ``MessageType``.
+values, ``window/workDoneProgress/create`` (the request that makes a token for work
+no request of the client's asked for), and ``window/logMessage`` with its
+``MessageType``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from sessiond.jsonrpc.envelopes import RequestId
 CANCEL_REQUEST = "$/cancelRequest"
 PROGRESS = "$/progress"
 LOG_MESSAGE = "window/logMessage"
+WORK_DONE_PROGRESS_CREATE = "window/workDoneProgress/create"
 
 
 class CancelParams(msgspec.Struct):
@@ -27,6 +30,12 @@ class ProgressNotificationParams(msgspec.Struct):
 
     token: RequestId
     value: Any
+
+
+class WorkDoneProgressCreateParams(msgspec.Struct):
+    """LSP ``WorkDoneProgressCreateParams``: the token the server will report on."""
+
+    token: RequestId
 
 
 class LogMessageParams(msgspec.Struct):

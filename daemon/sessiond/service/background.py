@@ -41,6 +41,15 @@ BackgroundEvent = CompactionStarted | CompactionEnded
 BackgroundFailed = "Background compaction failed"
 
 
+@dataclass(frozen=True)
+class BackgroundWork:
+    """How a background summary is written and shown: its summarizer (whose progress goes
+    to whoever follows the work) and where its events go."""
+
+    summaries: SummaryContext
+    emit: Callable[[BackgroundEvent], None]
+
+
 @dataclass
 class _Job:
     task: asyncio.Task[PreparedSummary]
@@ -72,13 +81,12 @@ class BackgroundSummaries:
         self,
         compactor: Compactor,
         preparation: CompactionPreparation,
-        summaries: SummaryContext,
+        work: BackgroundWork,
         *,
         changes: int,
-        emit: Callable[[BackgroundEvent], None],
     ) -> None:
         self.abort()
-        task = asyncio.ensure_future(_write(compactor, preparation, summaries, emit))
+        task = asyncio.ensure_future(_write(compactor, preparation, work))
         # A failure is reported by the events and the commit's fallback, not by the loop.
         task.add_done_callback(_consume)
         self._job = _Job(task, changes, compactor.store.leaf_id)
@@ -168,14 +176,12 @@ def stale_reason(
 
 
 async def _write(
-    compactor: Compactor,
-    preparation: CompactionPreparation,
-    summaries: SummaryContext,
-    emit: Callable[[BackgroundEvent], None],
+    compactor: Compactor, preparation: CompactionPreparation, work: BackgroundWork
 ) -> PreparedSummary:
+    emit = work.emit
     emit(CompactionStarted(reason="background"))
     try:
-        ready = await compactor.write_ahead(preparation, summaries)
+        ready = await compactor.write_ahead(preparation, work.summaries)
     except asyncio.CancelledError:
         emit(CompactionEnded(reason="background", aborted=True, will_retry=False))
         raise

@@ -22,7 +22,7 @@ from sessiond.tiktoken_offline import estimator as estimator_named
 from sessiond.wire.compaction import CompactionReason
 
 from .actor import LongKind
-from .background import BackgroundSummaries, background_keep
+from .background import BackgroundSummaries, BackgroundWork, background_keep
 from .compactor import CompactionOutcome, Compactor, PreparedSummary
 from .events import CompactionEnded
 from .hooks import Hooks
@@ -83,12 +83,14 @@ class CompactionRequest:
     session: CompactingSession
     settings: Settings
     hooks: Hooks
-    # A summarizer for this request; with ``progress`` False, one that reports no
-    # progress (a background summary outlives the request that started it).
-    summaries: Callable[[bool], SummaryContext]
+    # A summarizer for this request, reporting its progress to the client that asked.
+    summaries: Callable[[], SummaryContext]
     emit: Callable[[CompactionEvent], None]
     # Ends the progress a summarizer with progress began.
     end_progress: Callable[[], None]
+    # How a background summary this request starts is written and shown (it outlives
+    # the request); None where no turn is checked, so none starts (the CLI).
+    background_work: Callable[[], BackgroundWork] | None = None
 
     @property
     def estimator(self) -> Estimator:
@@ -126,7 +128,7 @@ async def compact_on_request(
     plain = plain and expected_first_kept_id is None
     if not plain:
         session.background.abort()
-    summaries = request.summaries(True)
+    summaries = request.summaries()
 
     async def work() -> CompactionOutcome:
         outcome, _ = await run_compaction(
@@ -163,7 +165,7 @@ async def check_turn(
     async def compact(
         reason: CompactionReason, will_retry: bool
     ) -> tuple[CompactionOutcome | None, CompactionEnded]:
-        summaries = request.summaries(True)
+        summaries = request.summaries()
         threshold = resolve_threshold_tokens(context_window, settings.compaction)
 
         async def work() -> tuple[CompactionOutcome | None, CompactionEnded]:
@@ -206,6 +208,8 @@ def _start_background(request: CompactionRequest, tokens: int, threshold: int) -
     """Prepare the compaction the threshold would make and have it summarized now."""
     session = request.session
     background = session.background
+    if request.background_work is None:
+        return
     if background.active and background.valid_now(session.store, session.changes):
         return
     config = request.settings.compaction
@@ -217,10 +221,4 @@ def _start_background(request: CompactionRequest, tokens: int, threshold: int) -
     preparation = compactor.prepare()
     if isinstance(preparation, NotCompactable):
         return
-    background.start(
-        compactor,
-        preparation,
-        request.summaries(False),
-        changes=session.changes,
-        emit=request.emit,
-    )
+    background.start(compactor, preparation, request.background_work(), changes=session.changes)

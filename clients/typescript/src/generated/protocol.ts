@@ -238,6 +238,7 @@ export interface ClientCapabilities {
   llm?: boolean;
   /** @default [] */
   optOutNotifications?: string[];
+  window?: WindowCapabilities;
 }
 
 export interface ClientInfo {
@@ -392,6 +393,8 @@ export interface CompactionStartedNotification {
   sessionId: string;
   reason: "background" | "manual" | "overflow" | "threshold";
   willRetry: boolean;
+  /** @default null */
+  progressToken?: string | null;
 }
 
 export interface CompactionSummaryInfo {
@@ -925,7 +928,7 @@ export interface NewSessionResult {
 /** Params type of a method that takes none (any fields sent are ignored). */
 export interface NoParams {}
 
-/** JSON null: the result of a request that answers nothing (shutdown). */
+/** JSON null: the result of a request that answers nothing (shutdown, window/workDoneProgress/create). */
 export type NullResult = null;
 
 export interface OpenSessionParams {
@@ -964,7 +967,10 @@ export interface PrepareCompactionParams {
   includeMessages?: boolean;
 }
 
-/** $/progress: LSP work-done progress of a request that carried a workDoneToken. */
+/**
+ * $/progress: LSP work-done progress, of a request that carried a workDoneToken or
+ * of a background summary (on a token made by window/workDoneProgress/create).
+ */
 export interface ProgressParams {
   token: number | string;
   value: WorkDoneProgress;
@@ -1500,6 +1506,12 @@ export interface UserMessagesResult {
   messages: Record<string, string>[];
 }
 
+/** Where LSP puts them: what the client's window can show. */
+export interface WindowCapabilities {
+  /** @default false */
+  workDoneProgress?: boolean;
+}
+
 /** LSP ``WorkDoneProgressBegin``: the first ``$/progress`` value of an operation. */
 export interface WorkDoneBegin {
   kind: "begin";
@@ -1520,6 +1532,11 @@ export interface WorkDoneEnd {
 
 /** A `$/progress` value, LSP's work-done progress: begin, report or end, tagged by `kind`. */
 export type WorkDoneProgress = WorkDoneBegin | WorkDoneReport | WorkDoneEnd;
+
+/** LSP ``WorkDoneProgressCreateParams``: the token the server will report on. */
+export interface WorkDoneProgressCreateParams {
+  token: number | string;
+}
 
 export interface WorkDoneReport {
   kind: "report";
@@ -1578,6 +1595,7 @@ export interface ServerRequests {
   "hooks/session_before_compact": { params: BeforeCompactHookParams; result: BeforeCompactHookResult | null };
   "hooks/session_before_tree": { params: BeforeTreeHookParams; result: BeforeTreeHookResult | null };
   "llm/complete": { params: LlmCompleteParams; result: LlmCompleteResult };
+  "window/workDoneProgress/create": { params: WorkDoneProgressCreateParams; result: NullResult };
 }
 
 /** Hook notifications, daemon to client, sent to clients that declared the hook. */
@@ -1651,6 +1669,7 @@ export const SERVER_REQUEST_NAMES: readonly ServerRequestName[] = [
   "hooks/session_before_compact",
   "hooks/session_before_tree",
   "llm/complete",
+  "window/workDoneProgress/create",
 ];
 
 export const SERVER_NOTIFICATION_NAMES: readonly ServerNotificationName[] = [
