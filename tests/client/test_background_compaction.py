@@ -54,6 +54,14 @@ def history_requests(provider: FakeProvider) -> int:
     return sum(purpose in ("history", "update") for purpose in provider.purposes())
 
 
+async def until(condition: Callable[[], bool], what: str) -> None:
+    for _ in range(500):
+        if condition():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"never happened: {what}")
+
+
 class Seen:
     """The notifications of a stream, kept as they arrive."""
 
@@ -66,11 +74,7 @@ class Seen:
         return self.items
 
     async def at_least(self, count: int, what: str) -> None:
-        for _ in range(500):
-            if len(self.all()) >= count:
-                return
-            await asyncio.sleep(0.02)
-        raise AssertionError(f"never happened: {what}")
+        await until(lambda: len(self.all()) >= count, what)
 
 
 async def test_the_summary_is_written_in_the_background_and_committed_at_the_threshold(
@@ -247,14 +251,6 @@ async def test_another_programs_write_makes_the_background_summary_stale(
     over = await turn(client, sid, 3, 1100)
     assert over.compaction is not None and not over.compaction.prepared
     assert history_requests(provider) == 2
-
-
-async def until(condition: Callable[[], bool], what: str) -> None:
-    for _ in range(500):
-        if condition():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"never happened: {what}")
 
 
 def progress_of(seen: Seen, token: str) -> list[Any]:

@@ -74,10 +74,17 @@ async def test_client_delegated_passes_the_request_and_returns_the_text():
     assert got == [REQUEST]
 
 
-async def test_client_request_is_the_llm_complete_params():
+def test_llm_complete_params_are_a_request_with_nothing_left_out() -> None:
+    """``llm/complete`` sends the request copied whole: the same fields, all required."""
     import msgspec
 
-    params = msgspec.to_builtins(REQUEST)
+    from sessiond.api.hook_types import LlmCompleteParams
+
+    request = {f.name: f.type for f in msgspec.structs.fields(CompletionRequest)}
+    wire = msgspec.structs.fields(LlmCompleteParams)
+    assert {f.name: f.type for f in wire} == request
+    assert all(f.required for f in wire)
+    params = msgspec.to_builtins(LlmCompleteParams(**msgspec.structs.asdict(REQUEST)))
     assert params == {
         "systemPrompt": "sys",
         "prompt": "the prompt",

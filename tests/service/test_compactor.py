@@ -20,7 +20,6 @@ from sessiond.errors import (
 )
 from sessiond.llm.base import Completion
 from sessiond.service.compactor import Compactor
-from sessiond.service.events import CompactionEnded, CompactionStarted
 from sessiond.service.hooks import (
     BeforeCompactAnswer,
     CompactingAnswer,
@@ -32,7 +31,7 @@ from sessiond.service.summarize import SummaryContext
 from sessiond.service.summarizer_setup import summary_context
 from sessiond.settings import Settings
 from sessiond.store.session import SessionStore
-from sessiond.wire.compaction import CompactionResult
+from sessiond.wire.compaction import CompactionEnded, CompactionResult, CompactionStarted
 
 from ..fake_provider import Answer, FakeProvider, default_answer, purpose_of
 from ..store.helpers import assistant, user

@@ -220,7 +220,7 @@ class CompactingHookResult(_Wire, kw_only=True):
 
 
 class CompactionEndedNotification(_Wire, kw_only=True):
-    session_id: str
+    """compaction/ended: the event, with the session named."""
     reason: Literal['background', 'manual', 'overflow', 'threshold']
     aborted: bool
     will_retry: bool
@@ -232,6 +232,7 @@ class CompactionEndedNotification(_Wire, kw_only=True):
     tokens_after: int | None = None
     paused: bool = False
     prepared: bool = False
+    session_id: str
 
 
 class CompactionEntry(_Wire, kw_only=True, tag_field='type', tag='compaction'):
@@ -299,9 +300,10 @@ class CompactionResult(_Wire, kw_only=True):
 
 
 class CompactionStartedNotification(_Wire, kw_only=True):
-    session_id: str
+    """compaction/started: the event, with the session named."""
     reason: Literal['background', 'manual', 'overflow', 'threshold']
     will_retry: bool
+    session_id: str
     progress_token: str | None = None
 
 

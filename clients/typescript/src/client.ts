@@ -49,6 +49,13 @@ export interface InitializeOptions {
   optOutNotifications?: string[];
   /** TCP only; defaults to the token given to `connect`. */
   authToken?: string;
+  /**
+   * Declare `window.workDoneProgress` and accept the daemon's progress tokens
+   * (`window/workDoneProgress/create`): a summary written in the background is then
+   * reported through `onProgress`, on the token its `compaction/started` names
+   * (`progressToken`).
+   */
+  backgroundProgress?: boolean;
 }
 
 export interface ClientOptions {
@@ -185,6 +192,7 @@ export class SessiondClient extends SessionMethods implements Disposable {
         hooks: [...this.declaredHooks].sort(),
         llm: this.llmHandler !== undefined,
         optOutNotifications: options.optOutNotifications ?? [],
+        ...(options.backgroundProgress ? { window: { workDoneProgress: true } } : {}),
       },
       ...(options.settings ? { settings: options.settings } : {}),
       ...(authToken !== undefined ? { authToken } : {}),
@@ -353,6 +361,11 @@ export class SessiondClient extends SessionMethods implements Disposable {
         return (handler ? await handler(params as never, token) : undefined) ?? {};
       });
     }
+    // Sent only to a client that declared window.workDoneProgress: accepting is all it takes.
+    connection.onRequest(
+      "window/workDoneProgress/create",
+      () => null satisfies ServerRequests["window/workDoneProgress/create"]["result"],
+    );
     connection.onRequest("llm/complete", async (params: LlmCompleteParams, token: CancellationToken) => {
       const handler = this.llmHandler;
       if (!handler) throw new ResponseError(ErrorCode.MethodNotFound, "this client has no llm/complete handler");

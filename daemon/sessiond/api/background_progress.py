@@ -25,7 +25,7 @@ from sessiond.jsonrpc import (
 )
 from sessiond.llm.base import ProgressCallback
 from sessiond.service.background import BackgroundEvent
-from sessiond.service.events import CompactionStarted
+from sessiond.wire.compaction import CompactionStarted
 
 from .clients import ClientState
 from .summarizing import throttled_reports

@@ -8,6 +8,8 @@ from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from sessiond.core.inert import quoted
 from sessiond.errors import REQUEST_CANCELLED, OperationCancelledError
 from sessiond.jsonrpc import ClientRequestFailed, ClientReturnedError, Connection
@@ -128,14 +130,9 @@ class ConnectedClients:
             try:
                 result = await chosen.connection.request(
                     "llm/complete",
-                    LlmCompleteParams(
-                        system_prompt=request.system_prompt,
-                        prompt=request.prompt,
-                        max_tokens=request.max_tokens,
-                        reasoning=request.reasoning,
-                        purpose=request.purpose,
-                        reasoning_level=request.reasoning_level,
-                    ),
+                    # Copied whole: a field the request gains reaches the wire
+                    # type or fails here, in every test of llm/complete.
+                    LlmCompleteParams(**msgspec.structs.asdict(request)),
                     result_type=LlmCompleteResult,
                     timeout=LLM_COMPLETE_TIMEOUT_SECONDS,
                 )

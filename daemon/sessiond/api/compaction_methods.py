@@ -19,10 +19,10 @@ from sessiond.service.compaction_requests import (
     compact_on_request,
 )
 from sessiond.service.compactor import prepare, raise_not_compactable
-from sessiond.service.events import CompactionEnded, CompactionStarted
 from sessiond.service.runs import CompactionEvent
 from sessiond.service.usage import context_usage
 from sessiond.settings import Settings
+from sessiond.wire.compaction import CompactionEnded, CompactionStarted
 
 from .background_progress import BackgroundProgress
 from .daemon import Daemon

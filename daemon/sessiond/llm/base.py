@@ -26,8 +26,9 @@ _log = logging.getLogger(__name__)
 _WIRE: dict[str, Any] = {"rename": "camel", "kw_only": True, "omit_defaults": True}
 
 
-class CompletionRequest(msgspec.Struct, rename="camel", kw_only=True):
-    """What a summarizer is asked (``llm/complete`` sends it as ``LlmCompleteParams``)."""
+class CompletionRequest(msgspec.Struct, kw_only=True):
+    """What a summarizer is asked. Not itself on the wire: ``llm/complete`` sends it as
+    ``LlmCompleteParams``, the same fields with none left out (callers here may)."""
 
     system_prompt: str
     prompt: str

@@ -30,9 +30,9 @@ from sessiond.core.preparation import CompactionPreparation
 from sessiond.core.tokens import Estimator
 from sessiond.errors import SessiondError
 from sessiond.store.session import SessionStore
+from sessiond.wire.compaction import CompactionEnded, CompactionStarted
 
 from .compactor import Compactor, PreparedSummary
-from .events import CompactionEnded, CompactionStarted
 from .summarize import SummaryContext
 
 _log = logging.getLogger(__name__)
@@ -179,7 +179,7 @@ async def _write(
     compactor: Compactor, preparation: CompactionPreparation, work: BackgroundWork
 ) -> PreparedSummary:
     emit = work.emit
-    emit(CompactionStarted(reason="background"))
+    emit(CompactionStarted(reason="background", will_retry=False))
     try:
         ready = await compactor.write_ahead(preparation, work.summaries)
     except asyncio.CancelledError:

@@ -19,12 +19,11 @@ from sessiond.core.tokens import Estimator, resolve_threshold_tokens
 from sessiond.settings import Settings
 from sessiond.store.session import SessionStore
 from sessiond.tiktoken_offline import estimator as estimator_named
-from sessiond.wire.compaction import CompactionReason
+from sessiond.wire.compaction import CompactionEnded, CompactionReason
 
 from .actor import LongKind
 from .background import BackgroundSummaries, BackgroundWork, background_keep
 from .compactor import CompactionOutcome, Compactor, PreparedSummary
-from .events import CompactionEnded
 from .hooks import Hooks
 from .loop_rule import CompactionsLeft
 from .runs import CompactionEvent, run_compaction

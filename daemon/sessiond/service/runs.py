@@ -16,10 +16,9 @@ from sessiond.errors import (
     OperationCancelledError,
     SessiondError,
 )
-from sessiond.wire.compaction import CompactionReason
+from sessiond.wire.compaction import CompactionEnded, CompactionReason, CompactionStarted
 
 from .compactor import CompactionOutcome, Compactor, PreparedSummary
-from .events import CompactionEnded, CompactionStarted
 from .summarize import SummaryContext
 
 CompactionEvent = CompactionStarted | CompactionEnded

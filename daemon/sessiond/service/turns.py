@@ -34,10 +34,9 @@ from sessiond.errors import OperationCancelledError
 from sessiond.settings import Settings
 from sessiond.store.records import EntryRecord
 from sessiond.store.session import SessionStore
-from sessiond.wire.compaction import CompactionReason
+from sessiond.wire.compaction import CompactionEnded, CompactionReason
 
 from .compactor import COMPACTION_CANCELLED, CompactionOutcome
-from .events import CompactionEnded
 from .loop_rule import CompactionsLeft
 from .pruning import prune_tool_outputs
 from .workers import Exclusive

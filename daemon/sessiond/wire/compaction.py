@@ -1,4 +1,5 @@
-"""What a compaction or a branch summary produces, whoever wrote it: a summarizer or a hook."""
+"""What a compaction or a branch summary produces, whoever wrote it (a summarizer or a
+hook), and what a compaction run reports while and after it runs."""
 
 from __future__ import annotations
 
@@ -28,3 +29,32 @@ class SuppliedBranchSummary(msgspec.Struct, rename="camel", kw_only=True, omit_d
 
     summary: str
     details: Any = None
+
+
+class CompactionStarted(msgspec.Struct, rename="camel", kw_only=True):
+    """pi's ``compaction_start``: a compaction run began."""
+
+    reason: CompactionReason
+    # A retry of the prompt follows a successful overflow compaction.
+    will_retry: bool
+
+
+class CompactionEnded(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
+    """pi's ``compaction_end``: how a compaction run ended."""
+
+    reason: CompactionReason
+    aborted: bool
+    will_retry: bool
+    # What was written (or, with an error, would have been).
+    result: CompactionResult | None = None
+    error_message: str | None = None
+    # Nothing was done and nothing was wrong (nothing to compact).
+    skipped: bool = False
+    entry_id: str | None = None
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    # Skipped because automatic compaction is paused (the no-loop rule); ``error_message``
+    # says what to do.
+    paused: bool = False
+    # The entry's summary was written in the background before this compaction started.
+    prepared: bool = False

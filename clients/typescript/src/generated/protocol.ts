@@ -271,8 +271,8 @@ export interface CompactingHookResult {
   preserveData?: Record<string, unknown> | null;
 }
 
+/** compaction/ended: the event, with the session named. */
 export interface CompactionEndedNotification {
-  sessionId: string;
   reason: "background" | "manual" | "overflow" | "threshold";
   aborted: boolean;
   willRetry: boolean;
@@ -292,6 +292,7 @@ export interface CompactionEndedNotification {
   paused?: boolean;
   /** @default false */
   prepared?: boolean;
+  sessionId: string;
 }
 
 export interface CompactionEntry {
@@ -389,10 +390,11 @@ export interface CompactionResult {
   preserveData?: Record<string, unknown> | null;
 }
 
+/** compaction/started: the event, with the session named. */
 export interface CompactionStartedNotification {
-  sessionId: string;
   reason: "background" | "manual" | "overflow" | "threshold";
   willRetry: boolean;
+  sessionId: string;
   /** @default null */
   progressToken?: string | null;
 }
