@@ -216,7 +216,10 @@ R.test('entries: one inert line for a whole entry, whatever the file holds', fun
       },
       'assistant: two words [read call]',
     },
-    { { type = 'message', message = { role = 'toolResult', toolName = 'bash', content = 'ok' } }, 'toolResult bash: ok' },
+    {
+      { type = 'message', message = { role = 'toolResult', toolName = 'bash', content = 'ok' } },
+      'toolResult bash: ok',
+    },
     { { type = 'compaction', summary = '## Goal' }, 'compaction: ## Goal' },
     { { type = 'branch_summary', summary = 'left' }, 'branch summary: left' },
     { { type = 'label', targetId = 'u1' }, 'label u1: (cleared)' },
@@ -244,7 +247,8 @@ R.test('status: a summary written in the background, and the no-loop pause', fun
   }
   local detach = status.attach(fake)
   status.opened({ sessionId = 'bg', path = '/s/bg.jsonl', entryCount = 1 })
-  local usage = { tokens = 80000, contextWindow = 128000, percent = 62.5, threshold = 111616, shouldCompact = false }
+  local usage =
+    { tokens = 80000, contextWindow = 128000, percent = 62.5, threshold = 111616, shouldCompact = false }
   status.set_usage('bg', usage)
   listeners['compaction/started']({ sessionId = 'bg', reason = 'background', willRetry = false })
   R.eq(status.statusline(), 'ctx 63% 80k/128k · summary…', 'the usage stays in view')

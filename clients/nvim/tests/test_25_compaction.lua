@@ -29,7 +29,8 @@ end
 -- `total` tokens. Stamped now: the end-of-turn checks ignore an answer older than the
 -- latest compaction.
 local function append_turn(id, n, total)
-  local question = H.user(('question %d: %s'):format(n, ('The parser keeps a stack of open fences. '):rep(30)))
+  local question =
+    H.user(('question %d: %s'):format(n, ('The parser keeps a stack of open fences. '):rep(30)))
   local answer = H.assistant(('answer %d: the fences are tracked.'):format(n), total)
   local seconds, micros = vim.uv.gettimeofday()
   local now = seconds * 1000 + math.floor(micros / 1000)
@@ -56,7 +57,7 @@ end
 
 local covered -- the session the covered and undo tests share
 
-R.test(':SessiondCovered shows what the newest summary stands for, page by page, in a scratch buffer', function()
+R.test(':SessiondCovered lists what the newest summary stands for, page by page, in a buffer', function()
   local fixture = H.make_session(client(), 'covered')
   local id = open(fixture.path)
   local first = H.sync(client(), 'compaction/run', { sessionId = id }).entry
@@ -124,7 +125,10 @@ R.test(':SessiondCovered shows what the newest summary stands for, page by page,
   R.eq(err2, nil)
   R.eq(previous.entryIds, of_first)
   R.eq(previous.previousCompactionId, nil)
-  R.match(vim.api.nvim_buf_get_lines(previous.buffer, 2, 3, false)[1], '^%S+  message %(user%) +user: Fix the table')
+  R.match(
+    vim.api.nvim_buf_get_lines(previous.buffer, 2, 3, false)[1],
+    '^%S+  message %(user%) +user: Fix the table'
+  )
   vim.cmd('close')
 
   vim.cmd('SessiondCovered')
@@ -135,53 +139,56 @@ R.test(':SessiondCovered shows what the newest summary stands for, page by page,
   vim.cmd('close')
 end)
 
-R.test(':SessiondUndo takes the newest compaction back and says where the leaf is; then nothing to undo', function()
-  local id = covered.id
-  R.eq(status.current(), id)
-  local leaf_before = current().leaf_id
-  H.clear_notes()
-  vim.cmd('SessiondUndo')
-  R.wait(function()
-    return H.note('compaction undone') ~= nil
-  end, 'the undo')
-  local entries = H.read_entries(H.path('covered.jsonl'))
-  local last = entries[#entries]
-  local told = H.note('compaction undone')
-  R.match(told.message, '^sessiond: compaction undone, leaf now: assistant: answer 4: the')
-  R.ok(vim.fn.strdisplaywidth(told.message) <= vim.v.echospace, 'fits the command line')
-  R.eq(told.level, vim.log.levels.INFO)
-  R.wait(function()
-    return current().leaf_id == last.id
-  end, 'session/changed to move the leaf')
-  R.eq(current().last_change, 'undo')
-  R.ok(last.id ~= leaf_before)
-  local marker = vim.tbl_filter(function(entry)
-    return entry.customType == 'sessiond.compactionUndone'
-  end, entries)
-  R.eq(#marker, 1)
-  R.eq(marker[1].data.compactionId, covered.second.id, 'the newest compaction was undone')
+R.test(
+  ':SessiondUndo takes the newest compaction back, says where the leaf is; then nothing to undo',
+  function()
+    local id = covered.id
+    R.eq(status.current(), id)
+    local leaf_before = current().leaf_id
+    H.clear_notes()
+    vim.cmd('SessiondUndo')
+    R.wait(function()
+      return H.note('compaction undone') ~= nil
+    end, 'the undo')
+    local entries = H.read_entries(H.path('covered.jsonl'))
+    local last = entries[#entries]
+    local told = H.note('compaction undone')
+    R.match(told.message, '^sessiond: compaction undone, leaf now: assistant: answer 4: the')
+    R.ok(vim.fn.strdisplaywidth(told.message) <= vim.v.echospace, 'fits the command line')
+    R.eq(told.level, vim.log.levels.INFO)
+    R.wait(function()
+      return current().leaf_id == last.id
+    end, 'session/changed to move the leaf')
+    R.eq(current().last_change, 'undo')
+    R.ok(last.id ~= leaf_before)
+    local marker = vim.tbl_filter(function(entry)
+      return entry.customType == 'sessiond.compactionUndone'
+    end, entries)
+    R.eq(#marker, 1)
+    R.eq(marker[1].data.compactionId, covered.second.id, 'the newest compaction was undone')
 
-  -- The context's newest compaction is the first one now; after it, none.
-  local err, result = R.call(function(cb)
-    sessiond.undo(cb)
-  end, 'the second undo')
-  R.eq(err, nil)
-  R.eq(result.undoneEntryId, covered.first.id)
-  H.clear_notes()
-  local err3 = R.call(function(cb)
-    sessiond.undo(cb)
-  end, 'the third undo')
-  R.eq(client_mod.error_kind(err3), 'nothingToUndo')
-  R.eq(#H.notes, 1)
-  R.eq(H.notes[1].message, 'sessiond: nothing to undo: the context has no compaction')
-  R.eq(H.notes[1].level, vim.log.levels.INFO, 'not an error')
+    -- The context's newest compaction is the first one now; after it, none.
+    local err, result = R.call(function(cb)
+      sessiond.undo(cb)
+    end, 'the second undo')
+    R.eq(err, nil)
+    R.eq(result.undoneEntryId, covered.first.id)
+    H.clear_notes()
+    local err3 = R.call(function(cb)
+      sessiond.undo(cb)
+    end, 'the third undo')
+    R.eq(client_mod.error_kind(err3), 'nothingToUndo')
+    R.eq(#H.notes, 1)
+    R.eq(H.notes[1].message, 'sessiond: nothing to undo: the context has no compaction')
+    R.eq(H.notes[1].level, vim.log.levels.INFO, 'not an error')
 
-  local err4 = R.call(function(cb)
-    sessiond.covered(nil, cb)
-  end, 'covered without a compaction')
-  R.eq(err4.data.kind, 'noCompaction')
-  R.ok(H.note('the context has no compaction yet'))
-end)
+    local err4 = R.call(function(cb)
+      sessiond.covered(nil, cb)
+    end, 'covered without a compaction')
+    R.eq(err4.data.kind, 'noCompaction')
+    R.ok(H.note('the context has no compaction yet'))
+  end
+)
 
 R.test('the statusline tells a summary written in the background apart, then its commit', function()
   local id, path = small_session('background', { keepRecentTokens = 200, backgroundAt = 0.5 })
@@ -204,7 +211,10 @@ R.test('the statusline tells a summary written in the background apart, then its
   local _, lines = R.call(function(cb)
     sessiond.status(cb)
   end, 'the status')
-  R.contains(lines, 'summary    written in the background, ready: the next compaction commits it without waiting')
+  R.contains(
+    lines,
+    'summary    written in the background, ready: the next compaction commits it without waiting'
+  )
 
   append_turn(id, 3, 1100)
   local over = turn_ended(id)
@@ -216,10 +226,13 @@ R.test('the statusline tells a summary written in the background apart, then its
   local _, after = R.call(function(cb)
     sessiond.status(cb)
   end, 'the status')
-  R.match(table.concat(after, '\n'), 'compacted +[%d,]+ %-> [%d,]+ tokens %(threshold, summary written in the background%)')
+  R.match(
+    table.concat(after, '\n'),
+    'compacted +[%d,]+ %-> [%d,]+ tokens %(threshold, summary written in the background%)'
+  )
 end)
 
-R.test('the statusline says when the no-loop rule paused automatic compaction; the user is told what to do, once', function()
+R.test('the statusline shows the no-loop pause; the user is told once what to do', function()
   -- The part a compaction keeps alone is over the threshold: another would free too little.
   local id, path = small_session('paused', { keepRecentTokens = 1500, backgroundAt = 0 })
   for n = 1, 7 do
@@ -251,7 +264,11 @@ R.test('the statusline says when the no-loop rule paused automatic compaction; t
   R.match(text, 'compacted +automatic compaction paused %(threshold%)')
 
   -- A manual compaction that frees enough lifts it.
-  H.sync(client(), 'settings/update', { sessionId = id, settings = { compaction = { keepRecentTokens = 200 } } })
+  H.sync(
+    client(),
+    'settings/update',
+    { sessionId = id, settings = { compaction = { keepRecentTokens = 200 } } }
+  )
   vim.cmd('SessiondCompact')
   R.wait(function()
     return H.note('compacted:') ~= nil

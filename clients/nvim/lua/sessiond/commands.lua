@@ -288,7 +288,11 @@ function M.covered(entry_id, callback)
     local ids = {}
     for _, entry in ipairs(covered.entries) do
       ids[#ids + 1] = entry.id
-      lines[#lines + 1] = ('%s  %-20s %s'):format(inert(entry.id), entries.kind(entry), entries.preview(entry))
+      lines[#lines + 1] = ('%s  %-20s %s'):format(
+        inert(entry.id),
+        entries.kind(entry),
+        entries.preview(entry)
+      )
     end
     if covered.previous then
       lines[#lines + 1] = ''

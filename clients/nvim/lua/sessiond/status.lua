@@ -387,7 +387,8 @@ function M.describe(info, session_id)
   if session.background == 'writing' then
     rows[#rows + 1] = { 'summary', 'being written in the background; the next compaction will use it' }
   elseif session.background == 'ready' then
-    rows[#rows + 1] = { 'summary', 'written in the background, ready: the next compaction commits it without waiting' }
+    rows[#rows + 1] =
+      { 'summary', 'written in the background, ready: the next compaction commits it without waiting' }
   end
   -- The daemon's message says what to do (a larger window, a lower keepRecentTokens, ...).
   rows[#rows + 1] = { 'paused', session.paused }
