@@ -225,12 +225,20 @@ describe("command flows", () => {
     );
     assert.ok(ofFirst.length > 2 && ofSecond.length > 2, "more than one page each");
     const entryIds = (items: PickItem<unknown>[]) =>
-      items.flatMap((item) => ("entry" in (item.value as object) ? [(item.value as { entry: { id: string } }).entry.id] : []));
+      items.flatMap((item) =>
+        "entry" in (item.value as object) ? [(item.value as { entry: { id: string } }).entry.id] : [],
+      );
     assert.equal(shown.length, 2);
-    assert.match(shown[0]!.title, new RegExp(`^What the summary ${second.entry.id} stands for: ${ofSecond.length} entries$`));
+    assert.match(
+      shown[0]!.title,
+      new RegExp(`^What the summary ${second.entry.id} stands for: ${ofSecond.length} entries$`),
+    );
     assert.deepEqual(entryIds(shown[0]!.items), ofSecond, "the entries it replaced, oldest first");
     assert.match(String(shown[0]!.items.at(-1)!.label), /previous summary/);
-    assert.match(String(shown[0]!.items[0]!.label), /^(user: task|assistant: done) \d+: (rename the config loader|the loader is renamed)/);
+    assert.match(
+      String(shown[0]!.items[0]!.label),
+      /^(user: task|assistant: done) \d+: (rename the config loader|the loader is renamed)/,
+    );
     assert.match(String(shown[0]!.items[0]!.description), /^message \((user|assistant)\) · /);
     assert.match(shown[1]!.title, new RegExp(`^What the summary ${first.entry.id} stands for`));
     assert.deepEqual(entryIds(shown[1]!.items), ofFirst);

@@ -217,19 +217,40 @@ describe("status", () => {
     assert.equal(view.warning, true);
     assert.ok(view.tooltip.split("\n").includes(message), "the daemon's words, whole");
     assert.doesNotMatch(view.tooltip, /Compaction failed/);
-    assert.equal(renderStatus(reduceStatus(paused, { type: "usage", usage: usage(125_000, 128_000, true) })).text.endsWith("$(debug-pause)"), true);
+    assert.equal(
+      renderStatus(reduceStatus(paused, { type: "usage", usage: usage(125_000, 128_000, true) })).text.endsWith(
+        "$(debug-pause)",
+      ),
+      true,
+    );
     const larger = reduceStatus(paused, { type: "usage", usage: usage(120_000, 1_000_000) });
     assert.doesNotMatch(renderStatus(larger).text, /debug-pause/, "a larger window lifts it");
     const manual = reduceStatus(paused, {
       type: "compactionEnded",
-      event: { sessionId: "s", reason: "manual", aborted: false, willRetry: false, entryId: "c2", tokensBefore: 1, tokensAfter: 1 },
+      event: {
+        sessionId: "s",
+        reason: "manual",
+        aborted: false,
+        willRetry: false,
+        entryId: "c2",
+        tokensBefore: 1,
+        tokensAfter: 1,
+      },
     });
     assert.equal(manual.paused, undefined, "a compaction written lifts it");
     assert.equal(reduceStatus(paused, { type: "undone" }).paused, undefined);
     const hostile = renderStatus(
       reduceStatus(paused, {
         type: "compactionEnded",
-        event: { sessionId: "s", reason: "threshold", aborted: false, willRetry: false, skipped: true, paused: true, errorMessage: "a\u001b[2Jb\nc" },
+        event: {
+          sessionId: "s",
+          reason: "threshold",
+          aborted: false,
+          willRetry: false,
+          skipped: true,
+          paused: true,
+          errorMessage: "a\u001b[2Jb\nc",
+        },
       }),
     );
     assert.ok(hostile.tooltip.includes("a\\u001b[2Jb\\nc"), "shown inert");

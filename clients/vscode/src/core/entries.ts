@@ -6,7 +6,9 @@ import type { Entry } from "@sessiond/client";
  * shows it (`pickText`, `inert`).
  */
 export function entryPreview(entry: Entry, maxLength = 100): string {
-  const text = previewText(entry as unknown as Record<string, unknown>).replace(/\s+/g, " ").trim();
+  const text = previewText(entry as unknown as Record<string, unknown>)
+    .replace(/\s+/g, " ")
+    .trim();
   return text.length > maxLength ? `${text.slice(0, maxLength - 1)}…` : text;
 }
 
