@@ -85,8 +85,16 @@ export function activate(context: vscode.ExtensionContext): void {
     command("sessiond.showCovered", async (row?: TreeItemModel) => {
       const entry = await current.showCovered(vscodeUi, row?.kind === "compaction" ? row.id : undefined);
       if (!entry) return;
-      // The entry picked is shown where the session is shown: its row in the tree.
+      // The entry picked is shown where the session is shown: its row in the tree, which a
+      // view shown for the first time reads only after it is focused.
+      let loaded: vscode.Disposable | undefined;
+      const read = new Promise<void>((resolve) => {
+        loaded = tree.onDidLoad(() => resolve());
+        setTimeout(resolve, 5000);
+      });
       await vscode.commands.executeCommand("sessiond.sessionTree.focus");
+      if (!tree.row(entry.id)) await read;
+      loaded?.dispose();
       const shown = tree.row(entry.id);
       if (shown) await view.reveal(shown, { select: true, focus: true, expand: true });
     }),
