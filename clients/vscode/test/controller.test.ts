@@ -4,7 +4,7 @@ import { after, before, describe, it } from "node:test";
 import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { SessiondClient } from "@sessiond/client";
+import { SessiondClient, type ProgressParams } from "@sessiond/client";
 import {
   DEFAULT_CONFIG,
   initializeSettings,
@@ -166,9 +166,21 @@ describe("SessionController", () => {
     const created = await filledSession(client, box.dir, 6, 1200, true);
     await controller.openSession(created.path);
     views.length = 0;
+    const tokens: string[] = [];
+    const progress: ProgressParams[] = [];
+    const watching = [
+      client.onCompactionStarted((event) => event.progressToken && tokens.push(event.progressToken)),
+      client.onProgress((params) => progress.push(params)),
+    ];
     const soft = await client.turnEnded({ sessionId: created.sessionId, contextWindow: SMALL_CONTEXT_WINDOW });
     assert.equal(soft.action, "none");
     await waitFor(() => controller.status.text.endsWith("$(pass)"), "the background summary to be ready");
+    // The extension accepts the daemon's token: the summary's progress reaches the status.
+    await waitFor(
+      () => progress.some((p) => p.token === tokens[0] && p.value.kind === "end"),
+      "the background summary's progress",
+    );
+    watching.forEach((w) => w.dispose());
     assert.ok(
       views.some((v) => v.text.endsWith("$(loading~spin)") && /being written in the background/.test(v.tooltip)),
       "shown while it was written, beside the usage",

@@ -131,14 +131,23 @@ describe("status", () => {
     const base = run({ type: "connected" }, { type: "usage", usage: usage(80_000) });
     const writing = reduceStatus(base, {
       type: "compactionStarted",
-      event: { sessionId: "s", reason: "background", willRetry: false },
+      event: { sessionId: "s", reason: "background", willRetry: false, progressToken: "sessiond-background-1" },
     });
     const during = renderStatus(writing);
     assert.equal(during.text, "$(history) 63% · 80k/128k $(loading~spin)", "the usage stays, the agent goes on");
-    assert.match(during.tooltip, /being written in the background/);
+    assert.match(during.tooltip, /being written in the background; the next compaction will use it/);
     assert.equal(during.warning, false);
+    const report = (token: string, message: string) =>
+      ({ type: "backgroundProgress", token, value: { kind: "report", message } }) as const;
+    const reported = reduceStatus(writing, report("sessiond-background-1", "gpt\u001b[2J: 400 characters received"));
+    assert.match(
+      renderStatus(reported).tooltip,
+      /written in the background \(gpt\\u001b\[2J: 400 characters received\); the next/,
+      "its progress, inert",
+    );
+    assert.equal(reduceStatus(writing, report("sessiond-client-3", "a request's own")), writing, "other tokens");
 
-    const ready = reduceStatus(writing, {
+    const ready = reduceStatus(reported, {
       type: "compactionEnded",
       event: {
         sessionId: "s",

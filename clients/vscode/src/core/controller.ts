@@ -203,6 +203,11 @@ export class SessionController {
     client.onCompactionStarted((event) => {
       if (event.sessionId === this.opened?.sessionId) this.update({ type: "compactionStarted", event });
     });
+    // A summary written in the background reports on a token the daemon made (accepted
+    // through backgroundProgress below); the status matches it to the summary.
+    client.onProgress((params) => {
+      if (client === this.client) this.update({ type: "backgroundProgress", token: params.token, value: params.value });
+    });
     client.onCompactionEnded((event) => {
       if (event.sessionId !== this.opened?.sessionId) return;
       this.update({ type: "compactionEnded", event });
@@ -232,6 +237,7 @@ export class SessionController {
           ...(this.options.clientVersion ? { version: this.options.clientVersion } : {}),
         },
         settings: initializeSettings(config),
+        backgroundProgress: true,
       });
       for (const warning of result.warnings ?? []) log(`sessiond: ${warning}`);
     } catch (error) {

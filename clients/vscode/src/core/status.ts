@@ -14,8 +14,12 @@ export interface StatusState {
   compacting?: { reason: string; message?: string; percentage?: number };
   /** The last compaction's outcome (or why the daemon went away), until the next compaction starts. */
   lastOutcome?: string;
-  /** A summary written ahead of the threshold: still being written, or ready for the next compaction. */
-  background?: "writing" | "ready";
+  /**
+   * A summary written ahead of the threshold: still being written (with the `$/progress`
+   * token its `compaction/started` named, and the latest report on it), or ready for the
+   * next compaction.
+   */
+  background?: { phase: "writing"; token?: string; message?: string } | { phase: "ready" };
   /** Automatic compaction is paused by the no-loop rule: the daemon's message, which says what to do. */
   paused?: string;
 }
@@ -27,6 +31,7 @@ export type StatusEvent =
   | { type: "usage"; usage: Usage }
   | { type: "compactionStarted"; event: CompactionStartedNotification }
   | { type: "progress"; value: WorkDoneProgress }
+  | { type: "backgroundProgress"; token: string | number; value: WorkDoneProgress }
   | { type: "compactionEnded"; event: CompactionEndedNotification }
   | { type: "undone" };
 
@@ -58,7 +63,10 @@ export function reduceStatus(state: StatusState, event: StatusEvent): StatusStat
     }
     case "compactionStarted": {
       // A background summary runs beside the agent: the usage stays in view.
-      if (event.event.reason === "background") return { ...state, background: "writing" };
+      if (event.event.reason === "background") {
+        const token = event.event.progressToken;
+        return { ...state, background: { phase: "writing", ...(token ? { token } : {}) } };
+      }
       const { lastOutcome: _previous, ...rest } = state;
       return { ...rest, compacting: { reason: event.event.reason } };
     }
@@ -73,6 +81,15 @@ export function reduceStatus(state: StatusState, event: StatusEvent): StatusStat
           ...(event.value.percentage != null ? { percentage: event.value.percentage } : {}),
         },
       };
+    }
+    case "backgroundProgress": {
+      const background = state.background;
+      // Only the reports on the token of the summary being written are about it.
+      if (background?.phase !== "writing" || background.token === undefined || event.token !== background.token) {
+        return state;
+      }
+      if (event.value.kind !== "report" || event.value.message == null) return state;
+      return { ...state, background: { ...background, message: event.value.message } };
     }
     case "compactionEnded":
       return compactionEnded(state, event.event);
@@ -91,7 +108,7 @@ function compactionEnded(state: StatusState, event: CompactionEndedNotification)
     const kept = { ...rest, ...(compacting ? { compacting } : {}), ...(paused !== undefined ? { paused } : {}) };
     if (event.aborted) return kept;
     if (event.errorMessage) return { ...kept, lastOutcome: event.errorMessage };
-    return { ...kept, background: "ready" };
+    return { ...kept, background: { phase: "ready" } };
   }
   if (event.paused) {
     return {
@@ -135,16 +152,19 @@ export function renderStatus(state: StatusState): StatusView {
   }
   const failed = state.lastOutcome?.startsWith("Compaction failed") ?? false;
   const paused = state.paused !== undefined;
-  const marks = `${state.background === "writing" ? " $(loading~spin)" : state.background === "ready" ? " $(pass)" : ""}${paused ? " $(debug-pause)" : ""}`;
+  const phase = state.background?.phase;
+  const marks = `${phase === "writing" ? " $(loading~spin)" : phase === "ready" ? " $(pass)" : ""}${paused ? " $(debug-pause)" : ""}`;
   const lines = [
     `${name}Context: ${usage.tokens.toLocaleString("en-US")} of ${usage.contextWindow.toLocaleString("en-US")} tokens (${usage.percent}%)`,
     `Compaction threshold: ${usage.threshold.toLocaleString("en-US")} tokens${usage.shouldCompact ? " (reached)" : ""}`,
     `Estimated with: ${usage.estimator}`,
   ];
   if (state.lastOutcome) lines.push(inert(state.lastOutcome));
-  if (state.background === "writing") {
-    lines.push("A summary is being written in the background; the next compaction will use it.");
-  } else if (state.background === "ready") {
+  if (state.background?.phase === "writing") {
+    // The report quotes the model's name: shown inert.
+    const report = state.background.message ? ` (${inert(state.background.message)})` : "";
+    lines.push(`A summary is being written in the background${report}; the next compaction will use it.`);
+  } else if (phase === "ready") {
     lines.push("A summary written in the background is ready: the next compaction commits it without waiting.");
   }
   // The daemon's message says why and what to do ("Automatic compaction paused: ...").
