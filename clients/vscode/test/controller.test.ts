@@ -198,7 +198,10 @@ describe("SessionController", () => {
 
     const coveredUi = new ScriptedUi({ pick: () => undefined });
     await controller.showCovered(coveredUi);
-    assert.match(coveredUi.picks[0]?.title ?? "", new RegExp(`^What the summary ${over.compaction.entryId} stands for: \\d+ entries$`));
+    assert.match(
+      coveredUi.picks[0]?.title ?? "",
+      new RegExp(`^What the summary ${over.compaction.entryId} stands for: \\d+ entries$`),
+    );
 
     const ui = new ScriptedUi();
     const undone = await controller.undoCompaction(ui);
@@ -223,7 +226,10 @@ describe("SessionController", () => {
     const listening = controller.onDidWarn((message) => warnings.push(message));
     try {
       const first = await client.turnEnded({ sessionId: created.sessionId, contextWindow: SMALL_CONTEXT_WINDOW });
-      assert.ok(first.compaction && first.compaction.tokensAfter > (first.usage?.threshold ?? Infinity), "it freed too little");
+      assert.ok(
+        first.compaction && first.compaction.tokensAfter > (first.usage?.threshold ?? Infinity),
+        "it freed too little",
+      );
       for (let i = 20; i < 22; i++) {
         await client.append({ sessionId: created.sessionId, entries: turn(i, 2100) });
         const paused = await client.turnEnded({ sessionId: created.sessionId, contextWindow: SMALL_CONTEXT_WINDOW });
@@ -237,7 +243,10 @@ describe("SessionController", () => {
       assert.match(warnings[0]!, /^Automatic compaction paused: .*larger context window/);
 
       // A manual compaction that frees enough lifts it.
-      await client.updateSettings({ sessionId: created.sessionId, settings: { compaction: { keepRecentTokens: 300 } } });
+      await client.updateSettings({
+        sessionId: created.sessionId,
+        settings: { compaction: { keepRecentTokens: 300 } },
+      });
       await controller.compact(new ScriptedUi({ input: "" }));
       await waitFor(() => !controller.status.text.includes("debug-pause"), "the pause to be lifted");
     } finally {
