@@ -51,6 +51,8 @@ R.test('setup: commands exist, no keys are mapped by default', function()
     'SessiondTree',
     'SessiondLabel',
     'SessiondStatus',
+    'SessiondUndo',
+    'SessiondCovered',
   }) do
     R.eq(vim.fn.exists(':' .. name), 2, name)
   end
@@ -196,6 +198,124 @@ R.test('text from a session is shown inert: tree lines, labels, status', functio
   status.forget('hostile')
 end)
 
+R.test('entries: one inert line for a whole entry, whatever the file holds', function()
+  local entries = require('sessiond.entries')
+  local hostile = 'fix\27]52;c;cHduZWQ=\7 it\27[2J\nsessiond: re-enter\226\128\174'
+  local cases = {
+    {
+      { type = 'message', message = { role = 'user', content = { { type = 'text', text = hostile } } } },
+      'user: fix\\x1b]52;c;cHduZWQ=\\x07 it\\x1b[2J\\nsessiond: re-enter\\u202e',
+    },
+    {
+      {
+        type = 'message',
+        message = {
+          role = 'assistant',
+          content = { { type = 'text', text = '  two   words ' }, { type = 'toolCall', name = 'read' } },
+        },
+      },
+      'assistant: two words [read call]',
+    },
+    {
+      { type = 'message', message = { role = 'toolResult', toolName = 'bash', content = 'ok' } },
+      'toolResult bash: ok',
+    },
+    { { type = 'compaction', summary = '## Goal' }, 'compaction: ## Goal' },
+    { { type = 'branch_summary', summary = 'left' }, 'branch summary: left' },
+    { { type = 'label', targetId = 'u1' }, 'label u1: (cleared)' },
+    { { type = 'thinking_level_change' }, 'thinking level change' },
+    { { type = 'message', message = vim.NIL }, 'message:' },
+    { { type = 42 }, 'entry' },
+  }
+  for _, case in ipairs(cases) do
+    R.eq(entries.preview(case[1]), case[2])
+  end
+  R.eq(entries.kind(cases[1][1]), 'message (user)')
+  R.eq(entries.kind({ type = 'compaction' }), 'compaction')
+end)
+
+R.test('status: a summary written in the background, and the no-loop pause', function()
+  local listeners = {}
+  local fake = {
+    on = function(_, method, fn)
+      listeners[method] = fn
+      return function() end
+    end,
+    is_running = function()
+      return false
+    end,
+  }
+  local detach = status.attach(fake)
+  status.opened({ sessionId = 'bg', path = '/s/bg.jsonl', entryCount = 1 })
+  local usage =
+    { tokens = 80000, contextWindow = 128000, percent = 62.5, threshold = 111616, shouldCompact = false }
+  status.set_usage('bg', usage)
+  listeners['compaction/started']({ sessionId = 'bg', reason = 'background', willRetry = false })
+  R.eq(status.statusline(), 'ctx 63% 80k/128k · summary…', 'the usage stays in view')
+  listeners['compaction/ended']({
+    sessionId = 'bg',
+    reason = 'background',
+    aborted = false,
+    willRetry = false,
+    result = { summary = '## Goal', firstKeptEntryId = 'k', tokensBefore = 80000 },
+  })
+  R.eq(status.statusline(), 'ctx 63% 80k/128k · summary ready')
+  R.contains(
+    status.describe(nil, 'bg'),
+    'summary    written in the background, ready: the next compaction commits it without waiting'
+  )
+  R.eq(status.get('bg').last_compaction, nil, 'nothing was written')
+
+  listeners['compaction/started']({ sessionId = 'bg', reason = 'threshold', willRetry = false })
+  R.eq(status.statusline(), 'compacting…')
+  listeners['compaction/ended']({
+    sessionId = 'bg',
+    reason = 'threshold',
+    aborted = false,
+    willRetry = false,
+    entryId = 'c1',
+    tokensBefore = 115000,
+    tokensAfter = 30000,
+    prepared = true,
+  })
+  R.eq(status.statusline(), 'ctx 63% 80k/128k')
+  R.contains(
+    status.describe(nil, 'bg'),
+    'compacted  115,000 -> 30,000 tokens (threshold, summary written in the background)'
+  )
+
+  local message = 'Automatic compaction paused: the last compaction left 1,400 tokens in the context, '
+    .. 'over the threshold of 1,000. Use a model with a larger context window, lower '
+    .. 'compaction.keepRecentTokens, or compact manually (compaction/run).'
+  status.set_usage('bg', vim.tbl_extend('force', usage, { shouldCompact = true }))
+  H.clear_notes()
+  listeners['compaction/ended']({
+    sessionId = 'bg',
+    reason = 'threshold',
+    aborted = false,
+    willRetry = false,
+    skipped = true,
+    paused = true,
+    errorMessage = message .. '\27[2J',
+  })
+  R.eq(status.statusline(), 'ctx 63% 80k/128k · auto-compaction paused')
+  R.eq(#H.notes, 1, 'the user is told once')
+  R.eq(H.notes[1].level, vim.log.levels.WARN)
+  R.match(H.notes[1].message, 'keepRecentTokens', 'with what to do')
+  local lines = status.describe(nil, 'bg')
+  R.contains(lines, 'paused     ' .. message .. '\\x1b[2J', 'the message, whole and inert')
+  R.contains(lines, 'compacted  automatic compaction paused (threshold)')
+  status.set_usage('bg', vim.tbl_extend('force', usage, { shouldCompact = true }))
+  R.ok(status.get('bg').paused, 'still paused while over the threshold')
+  status.set_usage('bg', vim.tbl_extend('force', usage, { contextWindow = 1000000 }))
+  R.eq(status.get('bg').paused, nil, 'a larger window lifts it')
+  listeners['compaction/started']({ sessionId = 'bg', reason = 'background', willRetry = false })
+  listeners['session/changed']({ sessionId = 'bg', reason = 'undo', leafId = 'x', entryCount = 9 })
+  R.eq(status.get('bg').background, nil, 'an undo drops the background summary')
+  detach()
+  status.forget('bg')
+end)
+
 R.test('tree: a long chain does not recurse', function()
   local nodes, n = {}, 20000
   for i = 1, n do
@@ -298,11 +418,11 @@ R.test('commands without an open session say so and touch nothing', function()
   local sessiond = require('sessiond')
   R.eq(sessiond.current_session(), nil)
   R.eq(sessiond.statusline(), '', 'an empty statusline without a session')
-  for _, action in ipairs({ 'compact', 'tree', 'label' }) do
+  for _, action in ipairs({ 'compact', 'tree', 'label', 'undo', 'covered' }) do
     H.clear_notes()
     local err = R.call(function(cb)
-      if action == 'tree' then
-        sessiond.tree(cb)
+      if action == 'tree' or action == 'undo' then
+        sessiond[action](cb)
       else
         sessiond[action](nil, cb)
       end

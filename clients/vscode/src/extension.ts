@@ -79,6 +79,28 @@ export function activate(context: vscode.ExtensionContext): void {
         await vscode.window.showTextDocument(vscode.Uri.file(current.session.path), { preview: true });
     }),
     command("sessiond.compact", () => current.compact(vscodeUi)),
+    command("sessiond.undoCompaction", async (row?: TreeItemModel) => {
+      await current.undoCompaction(vscodeUi, row?.kind === "compaction" ? row.id : undefined);
+    }),
+    command("sessiond.showCovered", async (row?: TreeItemModel) => {
+      const entry = await current.showCovered(vscodeUi, row?.kind === "compaction" ? row.id : undefined);
+      if (!entry) return;
+      // The entry picked is shown where the session is shown: its row in the tree, which a
+      // view shown for the first time reads only after it is focused.
+      let loaded: vscode.Disposable | undefined;
+      const read = new Promise<void>((resolve) => {
+        loaded = tree.onDidLoad(() => resolve());
+        setTimeout(resolve, 5000);
+      });
+      await vscode.commands.executeCommand("sessiond.sessionTree.focus");
+      if (!tree.row(entry.id)) await read;
+      loaded?.dispose();
+      const shown = tree.row(entry.id);
+      if (shown) await view.reveal(shown, { select: true, focus: true, expand: true });
+    }),
+    current.onDidWarn((message) => {
+      void vscode.window.showWarningMessage(`sessiond: ${inert(message)}`);
+    }),
     command("sessiond.navigate", () => navigateHere()()),
     command("sessiond.navigateHere", (row?: TreeItemModel) => navigateHere("plain")(row)),
     command("sessiond.navigateHereWithSummary", (row?: TreeItemModel) => navigateHere("summary")(row)),

@@ -4,7 +4,7 @@ import { after, before, describe, it } from "node:test";
 import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { SessiondClient } from "@sessiond/client";
+import { SessiondClient, type ProgressParams } from "@sessiond/client";
 import {
   DEFAULT_CONFIG,
   initializeSettings,
@@ -160,6 +160,100 @@ describe("SessionController", () => {
     assert.equal(rows.find((r) => r.leaf)?.id, created.ids[1]);
   });
 
+  it("shows a summary written in the background, its commit, what it stands for and its undo", async () => {
+    const client = await controller.ensureClient();
+    // The last answer measures 1200 tokens: past the soft mark (0.7 of the 1500 threshold), under it.
+    const created = await filledSession(client, box.dir, 6, 1200, true);
+    await controller.openSession(created.path);
+    views.length = 0;
+    const tokens: string[] = [];
+    const progress: ProgressParams[] = [];
+    const watching = [
+      client.onCompactionStarted((event) => event.progressToken && tokens.push(event.progressToken)),
+      client.onProgress((params) => progress.push(params)),
+    ];
+    const soft = await client.turnEnded({ sessionId: created.sessionId, contextWindow: SMALL_CONTEXT_WINDOW });
+    assert.equal(soft.action, "none");
+    await waitFor(() => controller.status.text.endsWith("$(pass)"), "the background summary to be ready");
+    // The extension accepts the daemon's token: the summary's progress reaches the status.
+    await waitFor(
+      () => progress.some((p) => p.token === tokens[0] && p.value.kind === "end"),
+      "the background summary's progress",
+    );
+    watching.forEach((w) => w.dispose());
+    assert.ok(
+      views.some((v) => v.text.endsWith("$(loading~spin)") && /being written in the background/.test(v.tooltip)),
+      "shown while it was written, beside the usage",
+    );
+    assert.ok(!views.some((v) => v.text.startsWith("$(sync~spin)")), "never as a compaction the agent waits for");
+
+    await client.append({ sessionId: created.sessionId, entries: turn(7, 1600) });
+    const over = await client.turnEnded({ sessionId: created.sessionId, contextWindow: SMALL_CONTEXT_WINDOW });
+    assert.ok(over.compaction?.prepared, "the threshold committed the background summary");
+    await waitFor(
+      () => /Compacted \(threshold, summary written in the background\)/.test(controller.status.tooltip),
+      "the commit's outcome",
+    );
+    assert.doesNotMatch(controller.status.text, /\$\(pass\)|loading/);
+
+    const coveredUi = new ScriptedUi({ pick: () => undefined });
+    await controller.showCovered(coveredUi);
+    assert.match(
+      coveredUi.picks[0]?.title ?? "",
+      new RegExp(`^What the summary ${over.compaction.entryId} stands for: \\d+ entries$`),
+    );
+
+    const ui = new ScriptedUi();
+    const undone = await controller.undoCompaction(ui);
+    assert.equal(undone?.undoneEntryId, over.compaction.entryId);
+    assert.match(ui.infos[0] ?? "", /^Compaction undone: .* The leaf is now /);
+    await waitFor(() => /Compaction undone/.test(controller.status.tooltip), "the status to say so");
+    const again = new ScriptedUi();
+    await controller.undoCompaction(again);
+    assert.deepEqual(again.infos, ["Nothing to undo: the context has no compaction."]);
+  });
+
+  it("says once that the no-loop rule paused automatic compaction, and what to do", async () => {
+    const client = await controller.ensureClient();
+    const created = await filledSession(client, box.dir, 14, 2000, true);
+    // The part a compaction keeps alone is over the threshold (1500): it would loop.
+    await client.updateSettings({
+      sessionId: created.sessionId,
+      settings: { compaction: { keepRecentTokens: 1600, backgroundAt: 0 } },
+    });
+    await controller.openSession(created.path);
+    const warnings: string[] = [];
+    const listening = controller.onDidWarn((message) => warnings.push(message));
+    try {
+      const first = await client.turnEnded({ sessionId: created.sessionId, contextWindow: SMALL_CONTEXT_WINDOW });
+      assert.ok(
+        first.compaction && first.compaction.tokensAfter > (first.usage?.threshold ?? Infinity),
+        "it freed too little",
+      );
+      for (let i = 20; i < 22; i++) {
+        await client.append({ sessionId: created.sessionId, entries: turn(i, 2100) });
+        const paused = await client.turnEnded({ sessionId: created.sessionId, contextWindow: SMALL_CONTEXT_WINDOW });
+        assert.equal(paused.autoCompaction?.outcome, "paused");
+      }
+      await waitFor(() => controller.status.text.endsWith("$(debug-pause)"), "the paused status");
+      const view = controller.status;
+      assert.equal(view.warning, true);
+      assert.match(view.tooltip, /Automatic compaction paused: .*keepRecentTokens/);
+      assert.equal(warnings.length, 1, "told once, however many turns follow");
+      assert.match(warnings[0]!, /^Automatic compaction paused: .*larger context window/);
+
+      // A manual compaction that frees enough lifts it.
+      await client.updateSettings({
+        sessionId: created.sessionId,
+        settings: { compaction: { keepRecentTokens: 300 } },
+      });
+      await controller.compact(new ScriptedUi({ input: "" }));
+      await waitFor(() => !controller.status.text.includes("debug-pause"), "the pause to be lifted");
+    } finally {
+      listening.dispose();
+    }
+  });
+
   it("comes back after the daemon dies, reopening the session", async () => {
     const client = await controller.ensureClient();
     const session = controller.session!;
@@ -182,6 +276,10 @@ describe("SessionController", () => {
       const ui = new ScriptedUi();
       assert.equal(await empty.compact(ui), undefined);
       assert.match(ui.infos[0] ?? "", /Open a session first/);
+      assert.equal(await empty.undoCompaction(ui), undefined);
+      assert.equal(await empty.showCovered(ui), undefined);
+      assert.equal(ui.infos.length, 3);
+      assert.ok(ui.infos.every((info) => /Open a session first/.test(info)));
       assert.deepEqual(await empty.treeModel(), []);
     } finally {
       await empty.dispose();

@@ -2,7 +2,14 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { BeforeTreeHookParams, SessiondClient } from "@sessiond/client";
-import { compactFlow, navigateFlow, pickSessionFlow, type PickItem } from "../src/core/flows";
+import {
+  compactFlow,
+  coveredFlow,
+  navigateFlow,
+  pickSessionFlow,
+  undoCompactionFlow,
+  type PickItem,
+} from "../src/core/flows";
 import { createSandbox, waitFor, type Sandbox } from "@sessiond/client/testing";
 import { ScriptedUi, filledSession, startClient, turn } from "./helpers";
 
@@ -151,5 +158,109 @@ describe("command flows", () => {
       box.dir,
     );
     assert.equal(browsed, "/some/file.jsonl");
+  });
+
+  it("undo: takes the last compaction back and names the new leaf; then there is nothing to undo", async () => {
+    const { sessionId } = await filledSession(client, box.dir);
+    const compacted = await client.runCompaction({ sessionId });
+    const after = await client.append({ sessionId, entries: turn(9, 300) });
+    const ui = new ScriptedUi();
+    const undone = await undoCompactionFlow(client, sessionId, ui);
+    assert.ok(undone);
+    assert.equal(undone.undoneEntryId, compacted.entry.id);
+    assert.deepEqual(undone.copiedFrom, after.ids, "the turn after the compaction is copied back");
+    const tree = await client.tree({ sessionId });
+    assert.equal(tree.leafId, undone.leafId);
+    assert.equal(tree.nodes.find((n) => n.id === compacted.entry.id)?.active ?? false, false, "off the path now");
+    assert.deepEqual(ui.errors, []);
+    assert.equal(ui.infos.length, 1);
+    assert.equal(
+      ui.infos[0],
+      "Compaction undone: the context is the one before it again, with the 2 entries after it copied back. " +
+        `The leaf is now assistant: done 9: the loader is renamed the loader is rena… (${undone.leafId}). ` +
+        "The compaction stays on the branch left behind (Navigate To… goes back to it).",
+    );
+
+    const none = new ScriptedUi();
+    assert.equal(await undoCompactionFlow(client, sessionId, none), undefined);
+    assert.deepEqual(none.infos, ["Nothing to undo: the context has no compaction."]);
+    assert.deepEqual(none.errors, [], "not shown as an error");
+    assert.equal((await client.tree({ sessionId })).leafId, undone.leafId, "nothing moved");
+  });
+
+  it("undo: a compaction that is not the newest any more is refused, not undone", async () => {
+    const { sessionId } = await filledSession(client, box.dir);
+    const first = await client.runCompaction({ sessionId });
+    for (let i = 10; i < 16; i++) await client.append({ sessionId, entries: turn(i, 200) });
+    await client.runCompaction({ sessionId });
+    const leaf = (await client.tree({ sessionId })).leafId;
+    const ui = new ScriptedUi();
+    assert.equal(await undoCompactionFlow(client, sessionId, ui, first.entry.id), undefined);
+    assert.deepEqual(ui.infos, ["That compaction is not the newest one of the context any more; nothing was undone."]);
+    assert.equal((await client.tree({ sessionId })).leafId, leaf);
+  });
+
+  it("covered: lists what the newest summary stands for, page by page, and the previous summary's", async () => {
+    const { sessionId, ids } = await filledSession(client, box.dir);
+    const first = await client.runCompaction({ sessionId });
+    const later: string[] = [];
+    for (let i = 10; i < 16; i++) later.push(...(await client.append({ sessionId, entries: turn(i, 200) })).ids);
+    const second = await client.runCompaction({ sessionId });
+    const shown: { title: string; items: PickItem<unknown>[] }[] = [];
+    const ui = new ScriptedUi({
+      pick: (items, title) => {
+        shown.push({ title, items });
+        // First the newest summary's entries: go on to the previous one's; there, pick one.
+        return shown.length === 1 ? items.at(-1)!.value : items[1]!.value;
+      },
+    });
+    // Pages of two ids: the flow follows nextOffset to the end.
+    const picked = await coveredFlow(client, sessionId, ui, undefined, 2);
+
+    const ofFirst = ids.slice(0, ids.indexOf(String(first.entry.firstKeptEntryId)));
+    const all = [...ids, ...later];
+    const ofSecond = all.slice(
+      all.indexOf(String(first.entry.firstKeptEntryId)),
+      all.indexOf(String(second.entry.firstKeptEntryId)),
+    );
+    assert.ok(ofFirst.length > 2 && ofSecond.length > 2, "more than one page each");
+    const entryIds = (items: PickItem<unknown>[]) =>
+      items.flatMap((item) =>
+        "entry" in (item.value as object) ? [(item.value as { entry: { id: string } }).entry.id] : [],
+      );
+    assert.equal(shown.length, 2);
+    assert.match(
+      shown[0]!.title,
+      new RegExp(`^What the summary ${second.entry.id} stands for: ${ofSecond.length} entries$`),
+    );
+    assert.deepEqual(entryIds(shown[0]!.items), ofSecond, "the entries it replaced, oldest first");
+    assert.match(String(shown[0]!.items.at(-1)!.label), /previous summary/);
+    assert.match(
+      String(shown[0]!.items[0]!.label),
+      /^(user: task|assistant: done) \d+: (rename the config loader|the loader is renamed)/,
+    );
+    assert.match(String(shown[0]!.items[0]!.description), /^message \((user|assistant)\) · /);
+    assert.match(shown[1]!.title, new RegExp(`^What the summary ${first.entry.id} stands for`));
+    assert.deepEqual(entryIds(shown[1]!.items), ofFirst);
+    assert.equal(picked?.id, ofFirst[1], "the entry picked comes back, to be shown");
+  });
+
+  it("covered: a given compaction, a dismissed pick, and a session without a compaction", async () => {
+    const { sessionId } = await filledSession(client, box.dir);
+    const none = new ScriptedUi();
+    assert.equal(await coveredFlow(client, sessionId, none), undefined);
+    assert.deepEqual(none.infos, ["The context has no compaction yet."]);
+    assert.equal(none.picks.length, 0);
+
+    const compacted = await client.runCompaction({ sessionId });
+    const ui = new ScriptedUi({ pick: () => undefined });
+    assert.equal(await coveredFlow(client, sessionId, ui, compacted.entry.id), undefined);
+    assert.equal(ui.picks.length, 1);
+    const covered = await client.coveredByCompaction({ sessionId, entryId: compacted.entry.id });
+    assert.equal(ui.picks[0]!.items.length, covered.total, "no previous summary to offer");
+
+    const wrong = new ScriptedUi();
+    await coveredFlow(client, sessionId, wrong, "no-such-entry");
+    assert.deepEqual(wrong.infos, ["That compaction is not in the session."]);
   });
 });

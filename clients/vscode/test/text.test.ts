@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { describe, it } from "node:test";
 import type { ListSessionsResult, TreeNode } from "@sessiond/client";
-import { pickSessionFlow, type Client } from "../src/core/flows";
+import { coveredFlow, pickSessionFlow, undoCompactionFlow, type Client } from "../src/core/flows";
 import { renderStatus, reduceStatus, INITIAL_STATUS } from "../src/core/status";
 import { inert, pickText } from "../src/core/text";
 import { buildTreeModel } from "../src/core/treeModel";
@@ -78,6 +78,49 @@ describe("inert text", () => {
       }
     }
     assert.ok(shown.some((item) => item.label === "$\u200b(warning) Sign in again\\nnow"));
+  });
+
+  it("shows the entries a summary stands for, and the leaf an undo moved to, inert", async () => {
+    const entry = {
+      type: "message",
+      id: "u1\u001b[2J",
+      parentId: null,
+      timestamp: "2026-01-01T00:00:00.000Z\u202e",
+      message: { role: "user", content: [{ type: "text", text: `$(key) ${HOSTILE}` }] },
+    };
+    const compaction = { id: "c1\u0007", type: "compaction", parentId: null, children: [] };
+    const client = {
+      tree: async () => ({ leafId: compaction.id, rootIds: [compaction.id], nodes: [compaction] }),
+      coveredByCompaction: async () => ({
+        entryId: compaction.id,
+        firstKeptEntryId: "k",
+        entryIds: [entry.id],
+        total: 1,
+        previousCompactionId: "p\u001b]0;x\u0007",
+      }),
+      entries: async () => ({ entries: [entry], total: 1 }),
+      entry: async () => ({ entry }),
+      undoCompaction: async () => ({
+        undoneEntryId: compaction.id,
+        markerId: "m",
+        copiedIds: [],
+        copiedFrom: [],
+        skippedIds: [],
+        leafId: entry.id,
+      }),
+    } as unknown as Client;
+    const ui = new ScriptedUi();
+    await coveredFlow(client, "s", ui);
+    const [pick] = ui.picks;
+    assert.ok(pick && pick.items.length === 2);
+    for (const text of [pick.title, ...pick.items.flatMap((i) => [i.label, i.description ?? "", i.detail ?? ""])]) {
+      assert.doesNotMatch(text, CONTROL, text);
+    }
+    assert.match(pick.items[0]!.label, /^user: \$\u200b\(key\) fix\\u001b/);
+    await undoCompactionFlow(client, "s", ui);
+    assert.equal(ui.infos.length, 1);
+    assert.doesNotMatch(ui.infos[0]!, CONTROL);
+    assert.match(ui.infos[0]!, /The leaf is now user: \$\u200b\(key\) fix.* \(u1\\u001b\[2J\)\./);
   });
 
   it("shows the session's name and the daemon's outcomes inert in the status bar", () => {

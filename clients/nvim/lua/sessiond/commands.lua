@@ -3,6 +3,7 @@
 -- optional callback(err, result), which is what the tests observe.
 local async = require('sessiond.async')
 local client_mod = require('sessiond.client')
+local entries = require('sessiond.entries')
 local status = require('sessiond.status')
 local inert = require('sessiond.text').inert
 local tree = require('sessiond.tree')
@@ -24,6 +25,7 @@ end
 local KIND_LEVELS = {
   nothingToCompact = levels.INFO,
   alreadyCompacted = levels.INFO,
+  nothingToUndo = levels.INFO,
   cancelled = levels.WARN,
 }
 
@@ -171,15 +173,13 @@ M.summary_choices = {
   { key = 'custom', text = 'Summarize, with custom instructions…' },
 }
 
---- Show text in a scratch buffer (the editorText a navigation returns: the
---- user message to edit and send again, as pi puts it in its editor).
----@return integer buf
-function M.show_editor_text(text, where)
+-- A scratch buffer holding `lines`, shown in a window opened as `where` says.
+local function show_scratch(lines, name, filetype, where)
   local buf = vim.api.nvim_create_buf(false, true)
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(text, '\n', { plain = true }))
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].bufhidden = 'wipe'
-  vim.bo[buf].filetype = 'markdown'
-  pcall(vim.api.nvim_buf_set_name, buf, ('sessiond://editor/%d'):format(buf))
+  vim.bo[buf].filetype = filetype
+  pcall(vim.api.nvim_buf_set_name, buf, name:format(buf))
   if where == 'current' then
     vim.api.nvim_win_set_buf(0, buf)
   else
@@ -187,6 +187,152 @@ function M.show_editor_text(text, where)
     vim.cmd(('%s %d'):format(how, buf))
   end
   return buf
+end
+
+--- Show text in a scratch buffer (the editorText a navigation returns: the
+--- user message to edit and send again, as pi puts it in its editor).
+---@return integer buf
+function M.show_editor_text(text, where)
+  return show_scratch(vim.split(text, '\n', { plain = true }), 'sessiond://editor/%d', 'markdown', where)
+end
+
+-- The newest compaction on the path from the root to the leaf, or nil.
+local function latest_compaction(client, id)
+  local result, err = client:await('session/tree', { sessionId = id, previews = false })
+  if err then
+    return nil, err
+  end
+  local nodes = {}
+  for _, node in ipairs(result.nodes or {}) do
+    nodes[node.id] = node
+  end
+  local at, seen = result.leafId, {}
+  while type(at) == 'string' and nodes[at] and not seen[at] do
+    seen[at] = true
+    if nodes[at].type == 'compaction' then
+      return at
+    end
+    at = nodes[at].parentId
+  end
+  return nil
+end
+
+-- Ids asked for per compaction/covered page, and so entries per session/entries request.
+M.covered_page = 1000
+
+-- The entries the compaction `entry_id` stands for, page after page.
+local function read_covered(client, id, entry_id)
+  local found, previous, offset = {}, nil, 0
+  while offset do
+    local page, err = client:await('compaction/covered', {
+      sessionId = id,
+      entryId = entry_id,
+      offset = offset,
+      limit = M.covered_page,
+    })
+    if err then
+      return nil, err
+    end
+    previous = type(page.previousCompactionId) == 'string' and page.previousCompactionId or nil
+    if #page.entryIds > 0 then
+      local read, read_err = client:await('session/entries', { sessionId = id, ids = page.entryIds })
+      if read_err then
+        return nil, read_err
+      end
+      vim.list_extend(found, read.entries)
+    end
+    -- A next page must start further on, or a damaged answer would loop for ever.
+    local next_offset = page.nextOffset
+    offset = type(next_offset) == 'number' and next_offset > offset and next_offset or nil
+  end
+  return { entries = found, previous = previous }
+end
+
+--- Show, in a scratch buffer, the entries a compaction's summary stands for
+--- (default: the newest compaction on the current path), oldest first. The
+--- result: {compactionId, entryIds, previousCompactionId?, buffer}.
+function M.covered(entry_id, callback)
+  run(function()
+    local id, missing = current_session()
+    if not id then
+      return nil, missing
+    end
+    local client = plugin().get_client()
+    local compaction = entry_id
+    if not compaction or compaction == '' then
+      local err
+      compaction, err = latest_compaction(client, id)
+      if err then
+        report_error('cannot read the tree', err)
+        return nil, err
+      end
+      if not compaction then
+        notify('the context has no compaction yet')
+        return nil, { message = 'no compaction', data = { kind = 'noCompaction' } }
+      end
+    end
+    local covered, err = read_covered(client, id, compaction)
+    if not covered then
+      report_error('cannot read what the summary stands for', err)
+      return nil, err
+    end
+    local count = #covered.entries
+    local lines = {
+      ('What the summary %s stands for: %d %s, oldest first'):format(
+        inert(compaction),
+        count,
+        count == 1 and 'entry' or 'entries'
+      ),
+      '',
+    }
+    local ids = {}
+    for _, entry in ipairs(covered.entries) do
+      ids[#ids + 1] = entry.id
+      lines[#lines + 1] = ('%s  %-20s %s'):format(
+        inert(entry.id),
+        entries.kind(entry),
+        entries.preview(entry)
+      )
+    end
+    if covered.previous then
+      lines[#lines + 1] = ''
+      lines[#lines + 1] = ('It updated the summary %s: :SessiondCovered %s shows what that one stands for.'):format(
+        inert(covered.previous),
+        inert(covered.previous)
+      )
+    end
+    local buf = show_scratch(lines, 'sessiond://covered/%d', 'sessiond-covered', plugin().config.editor)
+    vim.bo[buf].modifiable = false
+    return { compactionId = compaction, entryIds = ids, previousCompactionId = covered.previous, buffer = buf }
+  end, callback)
+end
+
+--- Take the context's newest compaction back (compaction/undo appends: nothing
+--- is deleted) and say where the leaf is now.
+function M.undo(callback)
+  run(function()
+    local id, missing = current_session()
+    if not id then
+      return nil, missing
+    end
+    local client = plugin().get_client()
+    local result, err = client:await('compaction/undo', { sessionId = id })
+    if err then
+      if client_mod.error_kind(err) == 'nothingToUndo' then
+        notify('nothing to undo: the context has no compaction')
+      else
+        report_error('undo', err)
+      end
+      return nil, err
+    end
+    -- The leaf is the last entry copied back, or the compaction's parent when none followed it.
+    local read = client:await('session/entry', { sessionId = id, entryId = result.leafId })
+    local leaf = read and type(read.entry) == 'table' and entries.preview(read.entry) or inert(result.leafId)
+    -- A message wider than the command line stops Neovim at "Press ENTER".
+    local room = vim.v.echospace - vim.fn.strdisplaywidth('sessiond: compaction undone, leaf now: ')
+    notify('compaction undone, leaf now: ' .. tree.fit(leaf, math.max(room, 20)))
+    return result
+  end, callback)
 end
 
 --- Pick an entry, then how to leave the current branch, then navigate.
@@ -337,6 +483,12 @@ function M.register()
   create('SessiondTree', function()
     M.tree()
   end, { nargs = 0, desc = 'sessiond: go to another point of the session tree' })
+  create('SessiondUndo', function()
+    M.undo()
+  end, { nargs = 0, desc = 'sessiond: undo the last compaction of the session' })
+  create('SessiondCovered', function(opts)
+    M.covered(args_text(opts))
+  end, { nargs = '?', desc = 'sessiond: show what a compaction summary stands for [compaction id]' })
   create('SessiondLabel', function(opts)
     M.label(args_text(opts))
   end, { nargs = '*', desc = 'sessiond: label an entry [label]' })

@@ -39,6 +39,8 @@ M.default_keymaps = {
   tree = '<leader>st',
   label = '<leader>sl',
   status = '<leader>ss',
+  undo = '<leader>su',
+  covered = '<leader>sv',
 }
 
 local types = {

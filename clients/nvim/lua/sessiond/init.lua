@@ -61,6 +61,8 @@ local function set_keymaps(maps)
     tree = { '<Cmd>SessiondTree<CR>', 'go to another point of the tree' },
     label = { '<Cmd>SessiondLabel<CR>', 'label an entry' },
     status = { '<Cmd>SessiondStatus<CR>', 'show the session status' },
+    undo = { '<Cmd>SessiondUndo<CR>', 'undo the last compaction' },
+    covered = { '<Cmd>SessiondCovered<CR>', 'show what the last summary stands for' },
   }
   for action, lhs in pairs(maps) do
     local spec = actions[action]
@@ -130,6 +132,16 @@ end
 
 function M.label(text, callback)
   require('sessiond.commands').label(text, callback)
+end
+
+--- Undo the context's newest compaction.
+function M.undo(callback)
+  require('sessiond.commands').undo(callback)
+end
+
+--- Show what a compaction's summary stands for (default: the newest on the path).
+function M.covered(entry_id, callback)
+  require('sessiond.commands').covered(entry_id, callback)
 end
 
 function M.status(callback)

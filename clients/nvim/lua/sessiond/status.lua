@@ -144,6 +144,11 @@ function M.set_usage(session_id, usage)
   local session = state.sessions[session_id]
   if session and type(usage) == 'table' then
     session.usage = usage
+    -- The pause only matters while the context is over the threshold; a larger
+    -- window (or a compaction that freed enough) lifts it.
+    if session.paused and usage.shouldCompact == false then
+      session.paused = nil
+    end
     changed()
   end
 end
@@ -190,6 +195,12 @@ function handlers.session_changed(client, params)
   session.leaf_id = value(params.leafId)
   session.entry_count = params.entryCount
   session.last_change = params.reason
+  if params.reason == 'undo' then
+    -- The undo dropped a background summary (it was prepared on the branch left) and
+    -- put the context back over the threshold: the next turn compacts again.
+    session.background = nil
+    session.paused = nil
+  end
   changed()
   M.refresh(client, params.sessionId)
 end
@@ -197,7 +208,12 @@ end
 function handlers.compaction_started(_, params)
   local session = state.sessions[params.sessionId]
   if session then
-    session.compacting = true
+    -- A background summary runs beside the agent, which goes on: no "compacting…".
+    if params.reason == 'background' then
+      session.background = 'writing'
+    else
+      session.compacting = true
+    end
     changed()
   end
 end
@@ -207,8 +223,21 @@ function handlers.compaction_ended(client, params)
   if not session then
     return
   end
-  session.compacting = false
-  session.last_compaction = params
+  if params.reason == 'background' then
+    -- Nothing was written: a summary waits for the next compaction, or none does.
+    local ready = not params.aborted and not value(params.errorMessage)
+    session.background = ready and 'ready' or nil
+  else
+    session.compacting = false
+    session.last_compaction = params
+    if params.paused then
+      session.paused = value(params.errorMessage) or 'Automatic compaction paused.'
+    elseif value(params.entryId) then
+      -- A compaction written used (or dropped) the background summary and ended any pause.
+      session.background = nil
+      session.paused = nil
+    end
+  end
   changed()
   -- A manual compaction's failure is reported by the command that asked for it;
   -- an automatic one (another client's agent turn) has nobody else to tell.
@@ -267,7 +296,9 @@ end
 
 --- The statusline text for the current session: "" without one,
 --- "compacting…" or "summarizing…" while the daemon works on it, else its
---- context usage ("ctx 45% 57.6k/128k").
+--- context usage ("ctx 45% 57.6k/128k"), followed by " · summary…" while a
+--- summary is written in the background, " · summary ready" once it is, and
+--- " · auto-compaction paused" while the no-loop rule pauses automatic compaction.
 --- opts.session: another session's id; opts.escape: double "%" for callers
 --- that insert the text as statusline format (lualine, %{%...%}).
 ---@param opts? {session?: string, escape?: boolean}
@@ -291,7 +322,16 @@ function M._text(session)
   if not session.usage then
     return 'ctx …'
   end
-  return M.format_usage(session.usage)
+  local marks = ''
+  if session.background == 'writing' then
+    marks = ' · summary…'
+  elseif session.background == 'ready' then
+    marks = ' · summary ready'
+  end
+  if session.paused then
+    marks = marks .. ' · auto-compaction paused'
+  end
+  return M.format_usage(session.usage) .. marks
 end
 
 --- Lines describing the current session, for :SessiondStatus.
@@ -333,15 +373,25 @@ function M.describe(info, session_id)
   end
   local last = session.last_compaction
   if last then
-    local outcome = last.skipped and 'nothing to compact'
+    local outcome = last.paused and 'automatic compaction paused'
+      or last.skipped and 'nothing to compact'
       or last.aborted and 'aborted'
       or value(last.errorMessage)
       or ('%s -> %s tokens'):format(
         value(last.tokensBefore) and M.group_digits(last.tokensBefore) or '?',
         value(last.tokensAfter) and M.group_digits(last.tokensAfter) or '?'
       )
-    rows[#rows + 1] = { 'compacted', ('%s (%s)'):format(outcome, last.reason) }
+    local how = last.prepared and (last.reason .. ', summary written in the background') or last.reason
+    rows[#rows + 1] = { 'compacted', ('%s (%s)'):format(outcome, how) }
   end
+  if session.background == 'writing' then
+    rows[#rows + 1] = { 'summary', 'being written in the background; the next compaction will use it' }
+  elseif session.background == 'ready' then
+    rows[#rows + 1] =
+      { 'summary', 'written in the background, ready: the next compaction commits it without waiting' }
+  end
+  -- The daemon's message says what to do (a larger window, a lower keepRecentTokens, ...).
+  rows[#rows + 1] = { 'paused', session.paused }
   for _, row in ipairs(rows) do
     if row[2] ~= nil then
       -- Names, paths and the daemon's messages quote files: one inert line each.

@@ -1,6 +1,14 @@
-import { Emitter, SessiondClient, type Event, type Usage } from "@sessiond/client";
+import { Emitter, SessiondClient, type Entry, type Event, type Usage } from "@sessiond/client";
 import { initializeSettings, type ExtensionConfig } from "./config.js";
-import { compactFlow, navigateFlow, pickSessionFlow, type NavigateMode, type Ui } from "./flows.js";
+import {
+  compactFlow,
+  coveredFlow,
+  navigateFlow,
+  pickSessionFlow,
+  undoCompactionFlow,
+  type NavigateMode,
+  type Ui,
+} from "./flows.js";
 import { createLlmCompleteHandler, type ChatModelSource } from "./llm.js";
 import {
   INITIAL_STATUS,
@@ -45,11 +53,18 @@ export class SessionController {
   private readonly treeChanged = new Emitter<void>();
   private readonly statusChanged = new Emitter<StatusView>();
   private readonly sessionChanged = new Emitter<OpenedSession | undefined>();
+  private readonly warned = new Emitter<string>();
 
   /** The session's tree changed: entries appended, the leaf moved, a compaction landed. */
   readonly onDidChangeTree: Event<void> = this.treeChanged.event;
   readonly onDidChangeStatus: Event<StatusView> = this.statusChanged.event;
   readonly onDidChangeSession: Event<OpenedSession | undefined> = this.sessionChanged.event;
+  /**
+   * Something the user should hear of although no command of theirs caused it: automatic
+   * compaction paused by the no-loop rule (the daemon's message, which says what to do).
+   * Not inert: the glue makes it so.
+   */
+  readonly onDidWarn: Event<string> = this.warned.event;
 
   constructor(options: ControllerOptions) {
     this.options = options;
@@ -117,6 +132,20 @@ export class SessionController {
     });
   }
 
+  /** Undo the context's newest compaction (`entryId`: the one the user picked, which must be it). */
+  async undoCompaction(ui: Ui, entryId?: string) {
+    const session = this.requireSession(ui);
+    if (!session) return undefined;
+    return undoCompactionFlow(await this.ensureClient(), session.sessionId, ui, entryId);
+  }
+
+  /** The entries a compaction's summary stands for (default: the newest on the path); the one picked. */
+  async showCovered(ui: Ui, entryId?: string): Promise<Entry | undefined> {
+    const session = this.requireSession(ui);
+    if (!session) return undefined;
+    return coveredFlow(await this.ensureClient(), session.sessionId, ui, entryId);
+  }
+
   async navigate(ui: Ui, target?: { targetId?: string; mode?: NavigateMode }) {
     const session = this.requireSession(ui);
     if (!session) return undefined;
@@ -147,6 +176,7 @@ export class SessionController {
     this.treeChanged.dispose();
     this.statusChanged.dispose();
     this.sessionChanged.dispose();
+    this.warned.dispose();
   }
 
   private async start(): Promise<SessiondClient> {
@@ -166,14 +196,23 @@ export class SessionController {
     client.onStderr((line) => log(line));
     client.onSessionChanged((event) => {
       if (client !== this.client || event.sessionId !== this.opened?.sessionId) return;
+      if (event.reason === "undo") this.update({ type: "undone" });
       this.treeChanged.fire();
       void this.refreshUsage().catch((error: unknown) => log(`context/usage failed: ${String(error)}`));
     });
     client.onCompactionStarted((event) => {
       if (event.sessionId === this.opened?.sessionId) this.update({ type: "compactionStarted", event });
     });
+    // A summary written in the background reports on a token the daemon made (accepted
+    // through backgroundProgress below); the status matches it to the summary.
+    client.onProgress((params) => {
+      if (client === this.client) this.update({ type: "backgroundProgress", token: params.token, value: params.value });
+    });
     client.onCompactionEnded((event) => {
-      if (event.sessionId === this.opened?.sessionId) this.update({ type: "compactionEnded", event });
+      if (event.sessionId !== this.opened?.sessionId) return;
+      this.update({ type: "compactionEnded", event });
+      // Sent once per pause: the one time to say it.
+      if (event.paused && !this.disposed) this.warned.fire(event.errorMessage ?? "Automatic compaction paused.");
     });
     client.onClose((event) => {
       if (client !== this.client) return;
@@ -198,6 +237,7 @@ export class SessionController {
           ...(this.options.clientVersion ? { version: this.options.clientVersion } : {}),
         },
         settings: initializeSettings(config),
+        backgroundProgress: true,
       });
       for (const warning of result.warnings ?? []) log(`sessiond: ${warning}`);
     } catch (error) {

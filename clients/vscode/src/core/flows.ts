@@ -1,12 +1,15 @@
 import {
   isSessiondError,
   type CancellationToken,
+  type Entry,
   type NavigateResult,
   type ListSessionsResult,
   type RunCompactionResult,
   type SessionMethods,
+  type UndoCompactionResult,
   type WorkDoneProgress,
 } from "@sessiond/client";
+import { entryKind, entryPreview } from "./entries.js";
 import { formatTokens } from "./status.js";
 import { inert, pickText } from "./text.js";
 import { buildTreeModel, flattenTree } from "./treeModel.js";
@@ -32,7 +35,17 @@ export interface Ui {
   error(message: string): void;
 }
 
-export type Client = Pick<SessionMethods, "runCompaction" | "navigateTree" | "tree" | "listSessions">;
+export type Client = Pick<
+  SessionMethods,
+  | "runCompaction"
+  | "navigateTree"
+  | "tree"
+  | "listSessions"
+  | "undoCompaction"
+  | "coveredByCompaction"
+  | "entries"
+  | "entry"
+>;
 
 export interface FlowOptions {
   onProgress?: (value: WorkDoneProgress) => void;
@@ -176,6 +189,125 @@ export async function pickSessionFlow(client: Client, ui: Ui, cwd: string | unde
   );
   if (picked !== BROWSE) return picked;
   return ui.pickFile({ title: "Open a session file (.jsonl)" });
+}
+
+/**
+ * "Undo the last compaction": `compaction/undo` of the context's newest compaction (or of
+ * `entryId`, which must be that one: the user undoes what they were shown). Says what it
+ * did, or that there was nothing to undo. Returns the result, or undefined.
+ */
+export async function undoCompactionFlow(
+  client: Client,
+  sessionId: string,
+  ui: Ui,
+  entryId?: string,
+): Promise<UndoCompactionResult | undefined> {
+  let result: UndoCompactionResult;
+  try {
+    result = await client.undoCompaction({ sessionId, ...(entryId ? { entryId } : {}) });
+  } catch (error) {
+    report(ui, error, {
+      nothingToUndo: "Nothing to undo: the context has no compaction.",
+      conflict: "That compaction is not the newest one of the context any more; nothing was undone.",
+      busy: "Another operation is running on this session; try again when it ends.",
+    });
+    return undefined;
+  }
+  // The leaf is the last copy, or the compaction's parent when nothing followed it.
+  const leaf = (await client.entry({ sessionId, entryId: result.leafId }).catch(() => undefined))?.entry;
+  const where = leaf ? `${pickText(entryPreview(leaf, 60))} (${inert(result.leafId)})` : inert(result.leafId);
+  const copied = result.copiedIds.length;
+  ui.info(
+    `Compaction undone: the context is the one before it again${copied ? `, with the ${copied} ${copied === 1 ? "entry" : "entries"} after it copied back` : ""}. ` +
+      `The leaf is now ${where}. The compaction stays on the branch left behind (Navigate To… goes back to it).`,
+  );
+  return result;
+}
+
+/** One entry a compaction's summary stands for, or the way to the previous summary's. */
+type CoveredPick = { entry: Entry } | { previous: string };
+
+/** Ids asked for per `compaction/covered` page, and so entries per `session/entries` request. */
+const COVERED_PAGE = 1000;
+
+/**
+ * "What does this summary stand for": the entries the compaction `entryId` (default: the
+ * newest on the current path) replaced in the context, in a pick, oldest first. A summary
+ * that updated a previous one offers that one's entries too. Returns the entry picked.
+ */
+export async function coveredFlow(
+  client: Client,
+  sessionId: string,
+  ui: Ui,
+  entryId?: string,
+  pageSize = COVERED_PAGE,
+): Promise<Entry | undefined> {
+  const newest = entryId ?? (await latestCompaction(client, sessionId));
+  if (!newest) {
+    ui.info("The context has no compaction yet.");
+    return undefined;
+  }
+  let compactionId: string = newest;
+  try {
+    for (;;) {
+      const { entries, previousCompactionId } = await readCovered(client, sessionId, compactionId, pageSize);
+      const items: PickItem<CoveredPick>[] = entries.map((entry) => ({
+        label: pickText(entryPreview(entry)),
+        description: pickText(`${entryKind(entry)} · ${entry.id}`),
+        detail: pickText(entry.timestamp.replace("T", " ").replace(/\.\d+Z$/, "Z")),
+        value: { entry },
+      }));
+      if (previousCompactionId) {
+        items.push({
+          label: "$(history) What the previous summary stood for…",
+          description: pickText(`compaction · ${previousCompactionId}`),
+          value: { previous: previousCompactionId },
+        });
+      }
+      const picked: CoveredPick | undefined = await ui.pick(items, {
+        title: `What the summary ${inert(compactionId)} stands for: ${entries.length} ${entries.length === 1 ? "entry" : "entries"}`,
+        placeHolder: "The entries it replaced in the context, oldest first (pick one to show it in the tree)",
+      });
+      if (!picked) return undefined;
+      if ("entry" in picked) return picked.entry;
+      compactionId = picked.previous;
+    }
+  } catch (error) {
+    report(ui, error, { notFound: "That compaction is not in the session." });
+    return undefined;
+  }
+}
+
+/** The ids `compaction/covered` names, page after page, and their entries. */
+async function readCovered(
+  client: Client,
+  sessionId: string,
+  entryId: string,
+  pageSize: number,
+): Promise<{ entries: Entry[]; previousCompactionId?: string }> {
+  const entries: Entry[] = [];
+  let previousCompactionId: string | undefined;
+  let offset: number | undefined = 0;
+  while (offset !== undefined) {
+    const page = await client.coveredByCompaction({ sessionId, entryId, offset, limit: pageSize });
+    previousCompactionId = page.previousCompactionId ?? undefined;
+    if (page.entryIds.length > 0) entries.push(...(await client.entries({ sessionId, ids: page.entryIds })).entries);
+    // A next page must start further on, or a damaged answer would loop for ever.
+    offset = page.nextOffset != null && page.nextOffset > offset ? page.nextOffset : undefined;
+  }
+  return { entries, ...(previousCompactionId ? { previousCompactionId } : {}) };
+}
+
+/** The newest compaction on the path from the root to the leaf, if any. */
+async function latestCompaction(client: Client, sessionId: string): Promise<string | undefined> {
+  const tree = await client.tree({ sessionId, previews: false });
+  const byId = new Map(tree.nodes.map((node) => [node.id, node]));
+  const seen = new Set<string>();
+  for (let id = tree.leafId; id && !seen.has(id); id = byId.get(id)?.parentId ?? null) {
+    seen.add(id);
+    if (byId.get(id)?.type === "compaction") return id;
+  }
+  return undefined;
 }
 
 function callOptions(options: FlowOptions, token: CancellationToken) {

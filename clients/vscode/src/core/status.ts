@@ -14,6 +14,14 @@ export interface StatusState {
   compacting?: { reason: string; message?: string; percentage?: number };
   /** The last compaction's outcome (or why the daemon went away), until the next compaction starts. */
   lastOutcome?: string;
+  /**
+   * A summary written ahead of the threshold: still being written (with the `$/progress`
+   * token its `compaction/started` named, and the latest report on it), or ready for the
+   * next compaction.
+   */
+  background?: { phase: "writing"; token?: string; message?: string } | { phase: "ready" };
+  /** Automatic compaction is paused by the no-loop rule: the daemon's message, which says what to do. */
+  paused?: string;
 }
 
 export type StatusEvent =
@@ -23,7 +31,9 @@ export type StatusEvent =
   | { type: "usage"; usage: Usage }
   | { type: "compactionStarted"; event: CompactionStartedNotification }
   | { type: "progress"; value: WorkDoneProgress }
-  | { type: "compactionEnded"; event: CompactionEndedNotification };
+  | { type: "backgroundProgress"; token: string | number; value: WorkDoneProgress }
+  | { type: "compactionEnded"; event: CompactionEndedNotification }
+  | { type: "undone" };
 
 export interface StatusView {
   text: string;
@@ -42,9 +52,21 @@ export function reduceStatus(state: StatusState, event: StatusEvent): StatusStat
       return { connected: false, ...(event.reason ? { lastOutcome: event.reason } : {}) };
     case "session":
       return { connected: state.connected, ...(event.name ? { sessionName: event.name } : {}) };
-    case "usage":
+    case "usage": {
+      // The pause only matters while the context is over the threshold; a larger window
+      // (or a compaction that freed enough) lifts it.
+      if (state.paused !== undefined && !event.usage.shouldCompact) {
+        const { paused: _lifted, ...rest } = state;
+        return { ...rest, usage: event.usage };
+      }
       return { ...state, usage: event.usage };
+    }
     case "compactionStarted": {
+      // A background summary runs beside the agent: the usage stays in view.
+      if (event.event.reason === "background") {
+        const token = event.event.progressToken;
+        return { ...state, background: { phase: "writing", ...(token ? { token } : {}) } };
+      }
       const { lastOutcome: _previous, ...rest } = state;
       return { ...rest, compacting: { reason: event.event.reason } };
     }
@@ -60,11 +82,49 @@ export function reduceStatus(state: StatusState, event: StatusEvent): StatusStat
         },
       };
     }
-    case "compactionEnded": {
-      const { compacting: _done, ...rest } = state;
-      return { ...rest, lastOutcome: describeEnded(event.event) };
+    case "backgroundProgress": {
+      const background = state.background;
+      // Only the reports on the token of the summary being written are about it.
+      if (background?.phase !== "writing" || background.token === undefined || event.token !== background.token) {
+        return state;
+      }
+      if (event.value.kind !== "report" || event.value.message == null) return state;
+      return { ...state, background: { ...background, message: event.value.message } };
+    }
+    case "compactionEnded":
+      return compactionEnded(state, event.event);
+    case "undone": {
+      // The undo dropped any background summary (it was prepared on the branch left) and
+      // put the context back over the threshold: the next turn compacts again.
+      const { background: _dropped, paused: _lifted, ...rest } = state;
+      return { ...rest, lastOutcome: "Compaction undone" };
     }
   }
+}
+
+function compactionEnded(state: StatusState, event: CompactionEndedNotification): StatusState {
+  const { background, paused, compacting, ...rest } = state;
+  if (event.reason === "background") {
+    const kept = { ...rest, ...(compacting ? { compacting } : {}), ...(paused !== undefined ? { paused } : {}) };
+    if (event.aborted) return kept;
+    if (event.errorMessage) return { ...kept, lastOutcome: event.errorMessage };
+    return { ...kept, background: { phase: "ready" } };
+  }
+  if (event.paused) {
+    return {
+      ...rest,
+      ...(background ? { background } : {}),
+      paused: event.errorMessage ?? "Automatic compaction paused.",
+    };
+  }
+  // A compaction written used (or dropped) the background summary and ended any pause.
+  const written = event.entryId != null;
+  return {
+    ...rest,
+    ...(background && !written ? { background } : {}),
+    ...(paused !== undefined && !written ? { paused } : {}),
+    lastOutcome: describeEnded(event),
+  };
 }
 
 export function renderStatus(state: StatusState): StatusView {
@@ -91,16 +151,28 @@ export function renderStatus(state: StatusState): StatusView {
     return { text: "$(history) sessiond", tooltip: `${name}No session open`, warning: false };
   }
   const failed = state.lastOutcome?.startsWith("Compaction failed") ?? false;
+  const paused = state.paused !== undefined;
+  const phase = state.background?.phase;
+  const marks = `${phase === "writing" ? " $(loading~spin)" : phase === "ready" ? " $(pass)" : ""}${paused ? " $(debug-pause)" : ""}`;
   const lines = [
     `${name}Context: ${usage.tokens.toLocaleString("en-US")} of ${usage.contextWindow.toLocaleString("en-US")} tokens (${usage.percent}%)`,
     `Compaction threshold: ${usage.threshold.toLocaleString("en-US")} tokens${usage.shouldCompact ? " (reached)" : ""}`,
     `Estimated with: ${usage.estimator}`,
   ];
   if (state.lastOutcome) lines.push(inert(state.lastOutcome));
+  if (state.background?.phase === "writing") {
+    // The report quotes the model's name: shown inert.
+    const report = state.background.message ? ` (${inert(state.background.message)})` : "";
+    lines.push(`A summary is being written in the background${report}; the next compaction will use it.`);
+  } else if (phase === "ready") {
+    lines.push("A summary written in the background is ready: the next compaction commits it without waiting.");
+  }
+  // The daemon's message says why and what to do ("Automatic compaction paused: ...").
+  if (paused) lines.push(inert(state.paused!));
   return {
-    text: `$(history) ${formatPercent(usage.percent)} · ${formatTokens(usage.tokens)}/${formatTokens(usage.contextWindow)}`,
+    text: `$(history) ${formatPercent(usage.percent)} · ${formatTokens(usage.tokens)}/${formatTokens(usage.contextWindow)}${marks}`,
     tooltip: lines.join("\n"),
-    warning: usage.shouldCompact || failed,
+    warning: usage.shouldCompact || failed || paused,
   };
 }
 
@@ -123,8 +195,9 @@ function describeEnded(event: CompactionEndedNotification): string {
   if (event.aborted) return "Compaction aborted";
   if (event.errorMessage) return `Compaction failed: ${event.errorMessage}`;
   if (event.skipped) return "Compaction skipped";
+  const how = `${event.reason}${event.prepared ? ", summary written in the background" : ""}`;
   if (event.tokensBefore != null && event.tokensAfter != null) {
-    return `Compacted (${event.reason}): ${formatTokens(event.tokensBefore)} → ${formatTokens(event.tokensAfter)} tokens`;
+    return `Compacted (${how}): ${formatTokens(event.tokensBefore)} → ${formatTokens(event.tokensAfter)} tokens`;
   }
-  return `Compacted (${event.reason})`;
+  return `Compacted (${how})`;
 }

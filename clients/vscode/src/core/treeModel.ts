@@ -82,17 +82,21 @@ export function buildTreeModel(tree: TreeResult): TreeItemModel[] {
 export function indexTree(rows: TreeItemModel[]): {
   parents: Map<string, TreeItemModel | undefined>;
   leaf: TreeItemModel | undefined;
+  /** Every row by its entry id (to reveal an entry a command names). */
+  byId: Map<string, TreeItemModel>;
 } {
   const parents = new Map<string, TreeItemModel | undefined>();
+  const byId = new Map<string, TreeItemModel>();
   let leaf: TreeItemModel | undefined;
   const stack: [TreeItemModel, TreeItemModel | undefined][] = rows.map((row) => [row, undefined]);
   while (stack.length > 0) {
     const [row, parent] = stack.pop()!;
     parents.set(row.id, parent);
+    byId.set(row.id, row);
     if (row.leaf) leaf = row;
     for (const child of row.children) stack.push([child, row]);
   }
-  return { parents, leaf };
+  return { parents, leaf, byId };
 }
 
 /** Every row in display order (depth first), e.g. for a quick pick. */

@@ -21,6 +21,7 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemMode
   readonly onDidChangeTreeData = this.changed.event;
   private readonly subscription: { dispose(): void };
   private parents = new Map<string, TreeItemModel | undefined>();
+  private rows = new Map<string, TreeItemModel>();
   private readonly loaded = new vscode.EventEmitter<TreeItemModel | undefined>();
   /** The rows were read again; the leaf's row (if any) can now be revealed. */
   readonly onDidLoad = this.loaded.event;
@@ -40,14 +41,20 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemMode
     if (element) return element.children;
     try {
       const rows = await this.controller.treeModel();
-      const { parents, leaf } = indexTree(rows);
+      const { parents, leaf, byId } = indexTree(rows);
       this.parents = parents;
+      this.rows = byId;
       this.loaded.fire(leaf);
       return rows;
     } catch (error) {
       this.onError(error);
       return [];
     }
+  }
+
+  /** The row of an entry, as last read (undefined before the view was shown, or for a new entry). */
+  row(id: string): TreeItemModel | undefined {
+    return this.rows.get(id);
   }
 
   getParent(row: TreeItemModel): TreeItemModel | undefined {
