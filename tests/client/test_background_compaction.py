@@ -186,7 +186,8 @@ async def test_a_compaction_that_frees_too_little_is_not_repeated(
     turns follow, announced once with what to do."""
     client = await connect()
     await client.initialize(settings=settings(provider, keepRecentTokens=1500))
-    sid = (await client.new_session(cwd=project)).session_id
+    created = await client.new_session(cwd=project, write_now=True)
+    sid = created.session_id
     events = Seen(client, "compaction/started", "compaction/ended")
     for number in range(1, 8):
         await append_turn(client, sid, number, 300 * number)
@@ -202,8 +203,15 @@ async def test_a_compaction_that_frees_too_little_is_not_repeated(
     assert message_ and "keepRecentTokens" in message_ and "larger context window" in message_
     paused = [n for n in events.all() if getattr(n.params, "paused", False)]
     assert len(paused) == 1 and paused[0].method == "compaction/ended"
+    # The state can be asked for, by a client that missed the one announcement too.
+    assert first.usage.auto_compaction_paused and reports[-1].usage.auto_compaction_paused
+    later = await connect()
+    await later.initialize(settings=settings(provider, keepRecentTokens=1500))
+    await later.open_session(created.path)
+    assert (await later.context_usage(sid, context_window=WINDOW)).auto_compaction_paused
     # A manual compaction is still possible, and a lower keepRecentTokens lifts the pause.
     await client.update_settings({"compaction": {"keepRecentTokens": 200}}, session_id=sid)
+    assert not (await client.context_usage(sid, context_window=WINDOW)).auto_compaction_paused
     lifted = await turn(client, sid, 16, 7000)
     assert lifted.compaction is not None and history_requests(provider) == 2
 

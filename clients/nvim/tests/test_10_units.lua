@@ -287,7 +287,7 @@ R.test('status: a summary written in the background, and the no-loop pause', fun
   local message = 'Automatic compaction paused: the last compaction left 1,400 tokens in the context, '
     .. 'over the threshold of 1,000. Use a model with a larger context window, lower '
     .. 'compaction.keepRecentTokens, or compact manually (compaction/run).'
-  status.set_usage('bg', vim.tbl_extend('force', usage, { shouldCompact = true }))
+  status.set_usage('bg', vim.tbl_extend('force', usage, { shouldCompact = true, autoCompactionPaused = true }))
   H.clear_notes()
   listeners['compaction/ended']({
     sessionId = 'bg',
@@ -305,10 +305,13 @@ R.test('status: a summary written in the background, and the no-loop pause', fun
   local lines = status.describe(nil, 'bg')
   R.contains(lines, 'paused     ' .. message .. '\\x1b[2J', 'the message, whole and inert')
   R.contains(lines, 'compacted  automatic compaction paused (threshold)')
-  status.set_usage('bg', vim.tbl_extend('force', usage, { shouldCompact = true }))
-  R.ok(status.get('bg').paused, 'still paused while over the threshold')
+  status.set_usage('bg', vim.tbl_extend('force', usage, { shouldCompact = true, autoCompactionPaused = true }))
+  R.eq(status.get('bg').paused, message .. '\27[2J', 'still paused, with the announced message')
   status.set_usage('bg', vim.tbl_extend('force', usage, { contextWindow = 1000000 }))
   R.eq(status.get('bg').paused, nil, 'a larger window lifts it')
+  status.set_usage('bg', vim.tbl_extend('force', usage, { shouldCompact = true, autoCompactionPaused = true }))
+  R.eq(status.get('bg').paused, status.PAUSED_UNANNOUNCED, 'a usage alone tells a client that missed the announcement')
+  status.set_usage('bg', usage)
   listeners['compaction/started']({ sessionId = 'bg', reason = 'background', willRetry = false })
   listeners['session/changed']({ sessionId = 'bg', reason = 'undo', leafId = 'x', entryCount = 9 })
   R.eq(status.get('bg').background, nil, 'an undo drops the background summary')

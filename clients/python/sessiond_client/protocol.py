@@ -1119,6 +1119,7 @@ class Usage(_Wire, kw_only=True):
     usage_tokens: int
     trailing_tokens: int
     estimator: str
+    auto_compaction_paused: bool = False
 
 
 class UsageEntry(_Wire, kw_only=True, tag_field='type', tag='usage'):

@@ -7,11 +7,12 @@ import {
   formatTokens,
   reduceStatus,
   renderStatus,
+  PAUSED_UNANNOUNCED,
   type StatusEvent,
   type StatusState,
 } from "../src/core/status";
 
-const usage = (tokens: number, window = 128000, shouldCompact = false): Usage => ({
+const usage = (tokens: number, window = 128000, shouldCompact = false, autoCompactionPaused = false): Usage => ({
   tokens,
   contextWindow: window,
   threshold: window - 16384,
@@ -20,6 +21,7 @@ const usage = (tokens: number, window = 128000, shouldCompact = false): Usage =>
   usageTokens: tokens,
   trailingTokens: 0,
   estimator: "tiktoken",
+  ...(autoCompactionPaused ? { autoCompactionPaused } : {}),
 });
 
 const run = (...events: StatusEvent[]): StatusState => events.reduce(reduceStatus, INITIAL_STATUS);
@@ -207,7 +209,7 @@ describe("status", () => {
       "compaction.keepRecentTokens, or compact manually (compaction/run).";
     const paused = run(
       { type: "connected" },
-      { type: "usage", usage: usage(120_000, 128_000, true) },
+      { type: "usage", usage: usage(120_000, 128_000, true, true) },
       {
         type: "compactionEnded",
         event: {
@@ -227,13 +229,15 @@ describe("status", () => {
     assert.ok(view.tooltip.split("\n").includes(message), "the daemon's words, whole");
     assert.doesNotMatch(view.tooltip, /Compaction failed/);
     assert.equal(
-      renderStatus(reduceStatus(paused, { type: "usage", usage: usage(125_000, 128_000, true) })).text.endsWith(
+      renderStatus(reduceStatus(paused, { type: "usage", usage: usage(125_000, 128_000, true, true) })).text.endsWith(
         "$(debug-pause)",
       ),
       true,
     );
     const larger = reduceStatus(paused, { type: "usage", usage: usage(120_000, 1_000_000) });
     assert.doesNotMatch(renderStatus(larger).text, /debug-pause/, "a larger window lifts it");
+    const late = run({ type: "connected" }, { type: "usage", usage: usage(120_000, 128_000, true, true) });
+    assert.equal(late.paused, PAUSED_UNANNOUNCED, "a window that missed the announcement learns it from the usage");
     const manual = reduceStatus(paused, {
       type: "compactionEnded",
       event: {

@@ -48,6 +48,11 @@ class CompactionsLeft:
     def __init__(self) -> None:
         self._left: dict[str, _Left] = {}
 
+    @property
+    def empty(self) -> bool:
+        """No compaction remembered: nothing can be paused (and nothing needs looking up)."""
+        return not self._left
+
     def record(self, entry_id: str, tokens_after: int, keep_recent_tokens: int) -> None:
         self._left[entry_id] = _Left(tokens_after, keep_recent_tokens)
         while len(self._left) > _REMEMBERED:

@@ -37,7 +37,7 @@ from sessiond.store.session import SessionStore
 from sessiond.wire.compaction import CompactionEnded, CompactionReason
 
 from .compactor import COMPACTION_CANCELLED, CompactionOutcome
-from .loop_rule import CompactionsLeft
+from .loop_rule import CompactionsLeft, Pause
 from .pruning import prune_tool_outputs
 from .workers import Exclusive
 
@@ -271,6 +271,17 @@ def _index_on(path: list[EntryRecord], record: EntryRecord) -> int:
         if path[index].id == record.id:
             return index
     return -1
+
+
+def current_pause(
+    store: SessionStore, left: CompactionsLeft, threshold: int, keep_recent_tokens: int
+) -> Pause | None:
+    """The no-loop pause in force at the leaf now, if any. Costs nothing until a
+    compaction was remembered, then a walk back to the context's newest compaction."""
+    if left.empty:
+        return None
+    compaction = _latest_compaction(store, store.path_records())
+    return left.pause(compaction.id if compaction else None, threshold, keep_recent_tokens)
 
 
 @dataclass

@@ -8,6 +8,7 @@ from sessiond.settings import Settings
 from sessiond.wire.usage import Usage
 
 from .actor import SessionActor
+from .turns import current_pause
 
 
 def context_usage(actor: SessionActor, settings: Settings, window: int | None) -> Usage:
@@ -20,13 +21,17 @@ def context_usage(actor: SessionActor, settings: Settings, window: int | None) -
     estimator = actor.estimator(settings)
     estimate = actor.store.leaf_view.estimate_context(estimator)
     tokens = estimate.tokens
+    threshold = resolve_threshold_tokens(context_window, settings.compaction)
+    keep = settings.compaction.keep_recent_tokens
     return Usage(
         tokens=tokens,
         context_window=context_window,
-        threshold=resolve_threshold_tokens(context_window, settings.compaction),
+        threshold=threshold,
         should_compact=should_compact(tokens, context_window, settings.compaction),
         percent=round(100 * tokens / context_window, 2),
         usage_tokens=estimate.usage_tokens,
         trailing_tokens=estimate.trailing_tokens,
         estimator=estimator.name,
+        auto_compaction_paused=current_pause(actor.store, actor.compactions_left, threshold, keep)
+        is not None,
     )

@@ -18,3 +18,6 @@ class Usage(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
     usage_tokens: int
     trailing_tokens: int
     estimator: str
+    # The no-loop rule pauses automatic compaction here: the context's newest compaction
+    # left it over this threshold (``agent/turnEnded`` said so once, with what to do).
+    auto_compaction_paused: bool = False

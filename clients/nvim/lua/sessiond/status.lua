@@ -139,14 +139,22 @@ function M.untrack(token)
   end
 end
 
+--- The pause as told by a usage alone (its announcement, with the figures, came before).
+M.PAUSED_UNANNOUNCED = 'Automatic compaction paused: the last compaction left the context over the '
+  .. 'threshold, so another one would free too little. Use a model with a larger context window, '
+  .. 'lower compaction.keepRecentTokens, or compact manually.'
+
 --- Record a context/usage result.
 function M.set_usage(session_id, usage)
   local session = state.sessions[session_id]
   if session and type(usage) == 'table' then
     session.usage = usage
-    -- The pause only matters while the context is over the threshold; a larger
-    -- window (or a compaction that freed enough) lifts it.
-    if session.paused and usage.shouldCompact == false then
+    -- The daemon says whether the no-loop rule pauses automatic compaction, so a
+    -- client that missed the one announcement learns it too; a larger window or a
+    -- lower keepRecentTokens lifts it.
+    if usage.autoCompactionPaused == true then
+      session.paused = session.paused or M.PAUSED_UNANNOUNCED
+    else
       session.paused = nil
     end
     changed()

@@ -1458,6 +1458,8 @@ export interface Usage {
   usageTokens: number;
   trailingTokens: number;
   estimator: string;
+  /** @default false */
+  autoCompactionPaused?: boolean;
 }
 
 /** pi 1.6: model usage that is not an answer (cache warming, ...); no context. */

@@ -44,6 +44,12 @@ export interface StatusView {
 
 export const INITIAL_STATUS: StatusState = { connected: false };
 
+/** The pause as told by a usage alone (its announcement, with the figures, came before). */
+export const PAUSED_UNANNOUNCED =
+  "Automatic compaction paused: the last compaction left the context over the threshold, so another one " +
+  "would free too little. Use a model with a larger context window, lower compaction.keepRecentTokens, " +
+  "or compact manually.";
+
 export function reduceStatus(state: StatusState, event: StatusEvent): StatusState {
   switch (event.type) {
     case "connected":
@@ -53,13 +59,14 @@ export function reduceStatus(state: StatusState, event: StatusEvent): StatusStat
     case "session":
       return { connected: state.connected, ...(event.name ? { sessionName: event.name } : {}) };
     case "usage": {
-      // The pause only matters while the context is over the threshold; a larger window
-      // (or a compaction that freed enough) lifts it.
-      if (state.paused !== undefined && !event.usage.shouldCompact) {
-        const { paused: _lifted, ...rest } = state;
-        return { ...rest, usage: event.usage };
+      // The daemon says whether the no-loop rule pauses automatic compaction, so a window
+      // opened after the one announcement learns it too, and a larger window or a lower
+      // keepRecentTokens lifts it.
+      if (event.usage.autoCompactionPaused) {
+        return { ...state, usage: event.usage, paused: state.paused ?? PAUSED_UNANNOUNCED };
       }
-      return { ...state, usage: event.usage };
+      const { paused: _lifted, ...rest } = state;
+      return { ...rest, usage: event.usage };
     }
     case "compactionStarted": {
       // A background summary runs beside the agent: the usage stays in view.
