@@ -88,7 +88,8 @@ class _LineKeys(msgspec.Struct, rename="camel"):
     id: object = None
     type: object = None
     parent_id: object = None
-    message: msgspec.Raw | None = None
+    # Left as JSON text, decoded on its own: its content is skipped, never built.
+    message: msgspec.Raw = msgspec.Raw()
 
 
 _LINE_KEYS: Final = msgspec.json.Decoder(_LineKeys)
@@ -113,7 +114,7 @@ def _keys(line: bytes) -> tuple[CopyKeys, bool] | None:
     skipped, not decoded."""
     try:
         keys = _LINE_KEYS.decode(line)
-        if not isinstance(keys.id, str) or keys.message is None:
+        if not isinstance(keys.id, str) or not keys.message:
             return None
         message = _MESSAGE_KEYS.decode(keys.message)
     except (msgspec.DecodeError, RecursionError):
