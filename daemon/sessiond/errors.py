@@ -207,3 +207,14 @@ class NotAllowedError(SessiondError):
 
     code = -32019
     kind = "notAllowed"
+
+
+class OriginalUnavailableError(SessiondError):
+    """``session/entry`` with ``original``: the entry was pruned in place and its original
+    line cannot be read back from the session's pruned-output archive. ``details``:
+    ``reason`` (``noArchive``, ``notArchived``, ``mismatch``, ``lineTooLong``),
+    ``entryId``, ``path`` (of the archive). The archive file itself refused (a link, not
+    sessiond's...) is ``invalidSessionFile`` instead, as when pruning writes it."""
+
+    code = -32024
+    kind = "originalUnavailable"

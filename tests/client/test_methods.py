@@ -82,7 +82,9 @@ async def test_session_lifecycle_and_reading(client: SessiondClient, project: st
     by_id = await client.entries(sid, ids=[batch.ids[2], first.ids[0]])
     assert [entry["id"] for entry in by_id.entries] == [batch.ids[2], first.ids[0]]
     one = await client.entry(sid, batch.ids[1])
-    assert one.entry["message"]["toolCallId"] == "call-1"
+    assert one.entry["message"]["toolCallId"] == "call-1" and one.from_archive is None
+    as_written = await client.entry(sid, batch.ids[1], original=True)
+    assert as_written.entry == one.entry and as_written.from_archive is False
     walk = await client.path(sid)
     assert [entry["id"] for entry in walk.entries] == first.ids + batch.ids
     partial = await client.path(sid, from_id=batch.ids[0])

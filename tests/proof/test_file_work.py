@@ -4,7 +4,7 @@ Against a real ``sessiond serve --socket`` with two clients: client A works on a
 file, client B keeps asking about another session. Another program grows A's session by
 a sparse hole of 2 GiB, or replaces it with a big file, while it is open; or A forks a
 session of 150 MB, or the end of A's turn prunes an oh-my-pi session of 150 MB (which
-rewrites the file). Reading or writing any of that takes the daemon seconds; it does so in a worker
+rewrites the file), or A reads a pruned output back from an archive grown by 1 GiB. Reading or writing any of that takes the daemon seconds; it does so in a worker
 thread, so B's answers keep coming meanwhile: B's slowest answer is a small part of
 A's wait (measured against A's own wait, so that a slow machine is not a failure). On
 the code before the fix B waited as long as A.
@@ -12,6 +12,7 @@ the code before the fix B waited as long as A.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -162,3 +163,34 @@ def test_pruning_rewrites_an_oh_my_pi_session_off_the_loop(tmp_path: Path) -> No
 
     while_b_asks(tmp_path, path, act)
     assert path.read_bytes().count(b'"prunedAt"') == 3
+
+
+def test_an_archive_grown_by_gigabytes_is_read_off_the_loop(tmp_path: Path) -> None:
+    """A's ``session/entry`` with ``original`` reads a pruned output back from an archive
+    that another program grew by a sparse hole of 1 GiB (one line too long to read, then
+    the original): the whole archive is read, in a worker thread, holding one line."""
+    path = tmp_path / "a.jsonl"
+    with SessionStore.create("/p", path=path) as store:
+        store.append(user("run the tools"))
+        for index in range(6):
+            store.append(assistant("", input=1000, stop="toolUse"))
+            store.append(tool_result(f"{index}" * 60_000, tool="bash", call_id=f"c{index}"))
+        store.append(assistant("summary of work", input=89_000))
+    slot = serialize_title_slot("Archived", "user", "2026-09-27T09:00:00.000Z")
+    path.write_bytes(slot + path.read_bytes())
+    archive = path.with_name(path.name + ".pruned")
+
+    def act(a: Peer, session_id: str) -> None:
+        turn = {"sessionId": session_id, "contextWindow": 100_000}
+        assert a.call("agent/turnEnded", turn, 120)["prunedEntries"] == 3
+        original = archive.read_bytes().splitlines()[-1]
+        entry_id = json.loads(original)["id"]
+        with archive.open("ab") as grown:
+            grown.truncate(grown.tell() + 1024 * MIB)
+            grown.seek(0, os.SEEK_END)
+            grown.write(b"\n" + original + b"\n")
+        asked = {"sessionId": session_id, "entryId": entry_id, "original": True}
+        answer = a.call("session/entry", asked, 120)
+        assert answer["fromArchive"] is True and answer["entry"] == json.loads(original)
+
+    while_b_asks(tmp_path, path, act)

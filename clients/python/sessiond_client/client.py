@@ -293,8 +293,10 @@ class SessiondClient(ClientBase):
         )
         return await self.request("session/entries", params, EntriesResult)
 
-    async def entry(self, session_id: str, entry_id: str) -> EntryResult:
-        params = EntryParams(session_id=session_id, entry_id=entry_id)
+    async def entry(self, session_id: str, entry_id: str, *, original: bool = False) -> EntryResult:
+        """One entry; with ``original``, as it was written before pruning edited it in
+        place (``from_archive`` says whether it came from the pruned-output archive)."""
+        params = EntryParams(session_id=session_id, entry_id=entry_id, original=original)
         return await self.request("session/entry", params, EntryResult)
 
     async def path(self, session_id: str, *, from_id: str | None = None) -> PathResult:

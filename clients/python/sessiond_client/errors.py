@@ -208,6 +208,15 @@ class FileChangedError(SessiondClientError):
     default_code = -32022
 
 
+class OriginalUnavailableError(SessiondClientError):
+    """``session/entry`` with ``original``: the entry was pruned in place and its original
+    cannot be read back from the session's pruned-output archive. ``details``: ``reason``
+    (noArchive, notArchived, mismatch, lineTooLong), ``entryId``, ``path``."""
+
+    kind = "originalUnavailable"
+    default_code = -32024
+
+
 _DAEMON_ERRORS: tuple[type[SessiondClientError], ...] = (
     ParseError,
     InvalidRequestError,
@@ -232,6 +241,7 @@ _DAEMON_ERRORS: tuple[type[SessiondClientError], ...] = (
     NotAllowedError,
     LimitExceededError,
     FileChangedError,
+    OriginalUnavailableError,
 )
 ERRORS_BY_KIND: dict[str, type[SessiondClientError]] = {cls.kind: cls for cls in _DAEMON_ERRORS}
 # Codes are shared by a few kinds (-32602); the first class listed is the code's own.

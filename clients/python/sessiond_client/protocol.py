@@ -470,10 +470,12 @@ class EntriesResult(_Wire, kw_only=True):
 class EntryParams(_Wire, kw_only=True):
     session_id: str
     entry_id: str
+    original: bool = False
 
 
 class EntryResult(_Wire, kw_only=True):
     entry: dict[str, Any]
+    from_archive: bool | None = None
 
 
 class FileMentionMessage(_Wire, kw_only=True, tag_field='role', tag='fileMention'):

@@ -28,6 +28,7 @@ export type ErrorKind =
   | "notAllowed"
   | "limitExceeded"
   | "fileChanged"
+  | "originalUnavailable"
   | "internal"
   | "disconnected"
   | (string & {});
@@ -58,6 +59,7 @@ export const ErrorCode = {
   LimitExceeded: -32021,
   FileChanged: -32022,
   NothingToUndo: -32023,
+  OriginalUnavailable: -32024,
   /** Client side: the connection closed before the answer came. */
   Disconnected: -32099,
 } as const;

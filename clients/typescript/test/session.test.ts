@@ -72,6 +72,14 @@ describe("a session over stdio", () => {
         [appended.ids[1], appended.ids[0]],
       ],
     );
+    // An entry pruning never changed is its own original (pi's files are pruned by edits).
+    const asWritten = await client.entry({
+      sessionId: created.sessionId,
+      entryId: appended.ids[0]!,
+      original: true,
+    });
+    assert.equal(asWritten.fromArchive, false);
+    assert.deepEqual(asWritten.entry, path.entries[0]);
     const usage = await client.contextUsage({ sessionId: created.sessionId, contextWindow: 1000 });
     assert.equal(usage.contextWindow, 1000);
     assert.equal(usage.percent, 12);

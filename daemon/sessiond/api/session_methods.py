@@ -11,11 +11,12 @@ from sessiond.errors import (
     InvalidParamsError,
     LimitExceededError,
 )
-from sessiond.jsonrpc import RequestContext
+from sessiond.jsonrpc import AnswerLater, RequestContext
 from sessiond.paths import allowed_client_path, check_allowed, default_session_dir
 from sessiond.service.actor import SessionActor
 from sessiond.service.creating import create_session
 from sessiond.service.forking import fork_job, user_messages_for_forking
+from sessiond.service.pruned_originals import original_lookup
 from sessiond.service.usage import context_usage
 from sessiond.service.workers import in_worker
 from sessiond.store.listing import list_sessions
@@ -197,11 +198,26 @@ def read_entries(daemon: Daemon, ctx: RequestContext, params: EntriesParams) -> 
 
 @METHODS.request("session/entry", EntryParams)
 def read_entry(daemon: Daemon, ctx: RequestContext, params: EntryParams) -> EntryResult:
+    if params.original:
+        raise AnswerLater(_read_original(daemon, ctx, params))
+
     def work(actor: SessionActor) -> EntryResult:
         store = actor.store
         return EntryResult(entry=msgspec.Raw(store.raw_line(store.record(params.entry_id))))
 
     return daemon.on_session(params.session_id, work)
+
+
+async def _read_original(daemon: Daemon, ctx: RequestContext, params: EntryParams) -> EntryResult:
+    actor = await daemon.ready(params.session_id)
+    lookup = original_lookup(actor.store, params.entry_id)
+    if lookup.from_archive is None:
+        return EntryResult(entry=msgspec.Raw(lookup.line), from_archive=False)
+    # The archive holds every output pruned so far: read in a worker thread, a client's
+    # few at a time, as opens are.
+    async with daemon.client(ctx).file_jobs:
+        original = await in_worker(lookup.from_archive)
+    return EntryResult(entry=msgspec.Raw(original), from_archive=True)
 
 
 @METHODS.request("session/path", PathParams)

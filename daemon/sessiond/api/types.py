@@ -141,10 +141,16 @@ class EntriesResult(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
 class EntryParams(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     session_id: str
     entry_id: str
+    # The entry as it was written, before pruning edited it in place (whatever the
+    # file's dialect: an entry pruning never changed is itself).
+    original: bool = False
 
 
 class EntryResult(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):
     entry: StoredEntryJson
+    # With ``original``: whether the entry was read from the session's pruned-output
+    # archive (it carries ``prunedAt`` in the file); absent otherwise.
+    from_archive: bool | None = None
 
 
 class PathParams(msgspec.Struct, kw_only=True, **WIRE_OPTIONS):

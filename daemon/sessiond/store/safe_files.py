@@ -79,12 +79,7 @@ def check_sidecar(fd: int, status: os.stat_result, path: Path, what: str) -> Non
     made it, to read what sessiond puts there). One that others may only read is made
     private (0600), as sessiond would have created it."""
     refuse_other_names(status, path, what)
-    if status.st_mode & 0o022:
-        raise InvalidSessionFileError(
-            f"{path}: others can write the {what}, so sessiond will not write into it; remove it",
-            reason="notPrivate",
-            path=str(path),
-        )
+    refuse_writable_by_others(status, path, what)
     if status.st_mode & 0o077:
         os.fchmod(fd, FILE_MODE)
 
@@ -147,6 +142,17 @@ def refuse_other_names(status: os.stat_result, path: Path, what: str) -> None:
             f"{path}: the {what} has other names (hard links), so sessiond will not "
             "write into it; remove it",
             reason="hardLink",
+            path=str(path),
+        )
+
+
+def refuse_writable_by_others(status: os.stat_result, path: Path, what: str) -> None:
+    """``notPrivate`` for a file others can write: another user may have made it, or may
+    change what sessiond puts there or reads back from it."""
+    if status.st_mode & 0o022:
+        raise InvalidSessionFileError(
+            f"{path}: others can write the {what}, so sessiond will not use it; remove it",
+            reason="notPrivate",
             path=str(path),
         )
 

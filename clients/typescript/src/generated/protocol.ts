@@ -616,10 +616,14 @@ export type EntryInput = MessageEntryInput | ThinkingLevelChangeEntryInput | Mod
 export interface EntryParams {
   sessionId: string;
   entryId: string;
+  /** @default false */
+  original?: boolean;
 }
 
 export interface EntryResult {
   entry: Entry;
+  /** @default null */
+  fromArchive?: boolean | null;
 }
 
 export interface FileMentionMessage {
