@@ -41,6 +41,11 @@ class ChangePlan:
     verdict: Literal["grew", "replaced"]
     path: Path
     use_index: bool
+    # Lines found changed behind the store so far (``FileFollower.suspicions``): a whole
+    # read answers those, and, while one is unanswered, scans every line (the persistent
+    # index cannot see such a change).
+    suspicions: int
+    suspected: bool
     # Where the lines the store knows end, how many it holds, and the state it was in.
     start: int
     held: int
@@ -123,7 +128,9 @@ def read_grown(plan: ChangePlan, fd: int, end: int) -> Grown:
 
 
 def _read_whole(plan: ChangePlan) -> Reloaded:
-    read = read_session(plan.path, readonly=True, use_index=plan.use_index)
+    read = read_session(
+        plan.path, readonly=True, use_index=plan.use_index, trust_index=not plan.suspected
+    )
     if read.source_fd is not None:
         os.close(read.source_fd)
         raise StorageError(

@@ -345,7 +345,7 @@ class SessionStore(ReadableSession):
         if reloaded.end != result.size:
             self._file.set_end(reloaded.end)
         self._ledger.indexed_at(result.indexed_size)
-        self._foreign.took(reloaded.seen, reread=True)
+        self._foreign.took(reloaded.seen, reread=changes.plan)
         return Followed(reason="fileRewritten", appended_ids=[])
 
     def _took(self, grown: Grown) -> Followed | None:
