@@ -28,6 +28,7 @@ from .budget import MemoryBudget
 from .file_watch import Observation, observe
 from .lines import read_chunks
 from .opening import read_session
+from .prepared_read import PreparedRead, prepare_read
 from .records import EntryRecord
 from .safe_files import open_regular
 from .scan import AppendedLines, scan_appended
@@ -72,11 +73,12 @@ class Grown:
 
 @dataclass
 class Reloaded:
-    """The whole file, read again."""
+    """The whole file, read again, and its index and leaf made ready."""
 
     result: ScanResult
     end: int
     seen: Observation
+    prepared: PreparedRead
 
 
 @dataclass
@@ -149,7 +151,8 @@ def _read_whole(plan: ChangePlan) -> Reloaded:
         # A tail not cut off (another program may still be writing it) is not read.
         end = torn.offset if torn is not None and torn.saved_to is None else result.size
         skip_first = result.title_slot.length if result.title_slot is not None else 0
-        return Reloaded(result, end, observe(fd, end, skip_first=skip_first))
+        prepared = prepare_read(result, plan.path, fd)
+        return Reloaded(result, end, observe(fd, end, skip_first=skip_first), prepared)
     finally:
         os.close(fd)
 

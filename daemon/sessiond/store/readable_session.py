@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Final
 
 import msgspec
 
@@ -22,14 +21,9 @@ from sessiond.wire.recovery import RecoveryReport
 
 from .entry_index import EntryIndex, RecordNode
 from .entry_reading import EntryReader
-from .leaf_view import LeafView
-from .omp_leaf_view import OmpLeafView
+from .prepared_read import VIEWS, ContextView, PreparedRead
 from .records import EntryRecord
 from .scan_result import ScanResult
-
-# The view that keeps the current leaf's context, by the file's dialect.
-ContextView = LeafView | OmpLeafView
-_VIEWS: Final[dict[str, type[ContextView]]] = {"pi": LeafView, "oh-my-pi": OmpLeafView}
 
 
 class _RawMessage(msgspec.Struct):
@@ -78,6 +72,16 @@ class ReadableSession:
         leaf = self._index.last()
         self._view.reset(self._index.path_to(leaf) if leaf is not None else [])
 
+    def adopt(self, prepared: PreparedRead) -> None:
+        """``load``, from what ``prepare_read`` made ready elsewhere (nothing here is in
+        proportion to the file)."""
+        self.title_slot = prepared.title_slot
+        self.dialect = prepared.dialect
+        self.recovery = prepared.recovery
+        self._index.adopt(prepared.index)
+        prepared.view.read_with(self.entry_of)
+        self._view = prepared.view
+
     def start_titled(self, slot: TitleSlot) -> None:
         """A new session that starts with oh-my-pi's title line: its dialect is oh-my-pi's."""
         self.title_slot = slot
@@ -86,7 +90,7 @@ class ReadableSession:
 
     def new_view(self) -> ContextView:
         """A leaf view of the session's dialect, at no leaf yet."""
-        return _VIEWS[self.dialect.name](self.entry_of)
+        return VIEWS[self.dialect.name](self.entry_of)
 
     # ------------------------------------------------------------------ identity
 

@@ -34,6 +34,7 @@ from .entry_validation import EntryBatch, Prepared, check_expected_leaf
 from .file_watch import Observation
 from .foreign_writes import CatchUpNeeded, Followed, ForeignWrites
 from .ledger import Ledger
+from .prepared_read import PreparedRead
 from .readable_session import ReadableSession
 from .scan_result import ScanResult
 from .session_file import SessionFile
@@ -84,14 +85,17 @@ class SessionStore(ReadableSession):
             with contextlib.suppress(OSError, StorageError):
                 foreign.saw()
 
-    def _take_scan(self, scan_result: ScanResult | None) -> None:
-        """Everything read from a scan of the file (or none: a new session)."""
+    def _take_scan(
+        self, scan_result: ScanResult | None, prepared: PreparedRead | None = None
+    ) -> None:
+        """Everything read from a scan of the file (or none: a new session); ``prepared``:
+        its index and leaf, made ready where it was read."""
         if scan_result is None:
             self._file.set_end(0)
         else:
             self._file.set_end(scan_result.size, needs_newline=not scan_result.ends_with_newline)
         self._ledger.start(scan_result)
-        self.load(scan_result)
+        self.load(scan_result) if prepared is None else self.adopt(prepared)
         self._foreign.skip_first = self.title_slot.length if self.title_slot else 0
 
     # ------------------------------------------------------------------ opening
@@ -341,7 +345,7 @@ class SessionStore(ReadableSession):
         self._file.forget_reader()
         self._file.stop_appending()
         result = reloaded.result
-        self._take_scan(result)
+        self._take_scan(result, reloaded.prepared)
         if reloaded.end != result.size:
             self._file.set_end(reloaded.end)
         self._ledger.indexed_at(result.indexed_size)
