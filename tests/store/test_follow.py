@@ -11,7 +11,8 @@ import pytest
 from sessiond.errors import BusyError, ConflictError, FileChangedError
 from sessiond.settings import StorageSettings
 from sessiond.store import file_watch
-from sessiond.store.catching_up import read_changes
+from sessiond.store.catching_up import line_numbers, read_changes
+from sessiond.store.records import EntryRecord
 from sessiond.store.session import SessionStore
 
 from .helpers import assistant, stored_line, user
@@ -184,6 +185,42 @@ def test_a_reread_begun_before_a_line_was_found_changed_does_not_answer_for_it(
     assert [entry.id for entry in store.entries()] == [i for i in ids if i != middle]
     assert store.follow() is None
     store.close()
+
+
+def test_a_second_session_header_another_program_appends_is_numbered_on_from_the_known_end(
+    store: SessionStore,
+) -> None:
+    data = store.path.read_bytes()
+    header = data.split(b"\n", 1)[0] + b"\n"
+    known = data.count(b"\n")
+    leaf = store.leaf_id
+    _other_program_appends(
+        store.path,
+        stored_line("0the0001", leaf, "a") + header + stored_line("0the0002", "0the0001", "b"),
+    )
+    followed = store.follow()  # in place: a few bytes
+    assert followed is not None and followed.appended_ids == ["0the0001", "0the0002"]
+    [damaged] = store.recovery.damaged_lines
+    assert damaged.reason == "a second session header"
+    assert (damaged.line, damaged.offset) == (
+        known + 2,
+        len(data) + len(stored_line("0the0001", leaf, "a")),
+    )
+
+
+def test_line_numbers_go_on_from_a_known_place_without_reading_before_it(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    # Before byte 1000: what the caller already counted (not lines at all, here).
+    path.write_bytes(b"\0" * 1000 + b"one\ntwo\nthree\n")
+    records = [
+        EntryRecord(id=name, type="session", parent_id=None, timestamp="", offset=offset, length=3)
+        for name, offset in (("a", 1000), ("c", 1008))
+    ]
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert line_numbers(fd, records, 1000, 41) == [42, 44]
+    finally:
+        os.close(fd)
 
 
 def test_two_writers_at_once_never_damage_the_file_or_the_index(tmp_path: Path) -> None:

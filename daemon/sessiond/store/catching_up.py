@@ -121,7 +121,9 @@ def read_grown(plan: ChangePlan, fd: int, end: int) -> Grown:
         (chunk for _, chunk in read_chunks(fd, plan.start, end)),
         budget,
     )
-    second_headers = prepare_lines(found.records, found.eager_lines, fd)
+    second_headers = prepare_lines(
+        found.records, found.eager_lines, fd, known=(plan.start, plan.header.line_count)
+    )
     found.records = [record for record in found.records if record.type != "session"]
     renamed = any(record.type == "title_change" for record in found.records)
     title = os.pread(fd, plan.skip_first, 0) if renamed and plan.skip_first else None
@@ -158,11 +160,16 @@ def _read_whole(plan: ChangePlan) -> Reloaded:
 
 
 def prepare_lines(
-    records: list[EntryRecord], eager: dict[int, bytes], fd: int
+    records: list[EntryRecord],
+    eager: dict[int, bytes],
+    fd: int,
+    *,
+    known: tuple[int, int] = (0, 0),
 ) -> list[DamagedLine]:
     """The file work the store would otherwise do when it takes the records: the lines of
     labels and names read (into ``eager``, which the store decodes), and each second
-    session header turned into a damaged line with its line number."""
+    session header turned into a damaged line with its line number (counted on from
+    ``known``: an offset where a line starts, before ``records``, and the lines before it)."""
     headers = [record for record in records if record.type == "session"]
     for record in records:
         if record.type in EAGER_TYPES and record.offset not in eager:
@@ -175,14 +182,17 @@ def prepare_lines(
             reason="a second session header",
             preview="",
         )
-        for record, line_number in zip(headers, line_numbers(fd, headers), strict=True)
+        for record, line_number in zip(headers, line_numbers(fd, headers, *known), strict=True)
     ]
 
 
-def line_numbers(fd: int, records: list[EntryRecord]) -> list[int]:
-    """The 1-based line numbers of ``records`` (in file order), in one pass."""
+def line_numbers(
+    fd: int, records: list[EntryRecord], start: int = 0, lines_before: int = 0
+) -> list[int]:
+    """The 1-based line numbers of ``records`` (in file order, none before ``start``), in
+    one pass from ``start``, where a line starts with ``lines_before`` lines before it."""
     numbers: list[int] = []
-    newlines = position = 0
+    newlines, position = lines_before, start
     for record in records:
         while position < record.offset:
             chunk = os.pread(fd, min(8 << 20, record.offset - position), position)
