@@ -19,8 +19,11 @@ from sessiond.core.title_slot import TitleSlot
 from sessiond.errors import NotFoundError
 from sessiond.wire.recovery import RecoveryReport
 
+from . import title_line
+from .catching_up import Grown
 from .entry_index import EntryIndex, RecordNode
 from .entry_reading import EntryReader
+from .foreign_writes import Followed
 from .prepared_read import VIEWS, ContextView, PreparedRead
 from .records import EntryRecord
 from .scan_result import ScanResult
@@ -81,6 +84,18 @@ class ReadableSession:
         self._index.adopt(prepared.index)
         prepared.view.read_with(self.entry_of)
         self._view = prepared.view
+
+    def took_appended(self, grown: Grown) -> Followed | None:
+        """The leaf at the last of others' lines just indexed, as a reopen would put it (and
+        oh-my-pi's title line read again when they renamed the session)."""
+        appended = grown.found.records
+        if not appended:
+            return None
+        slot = self.title_slot
+        if grown.title_line is not None and slot is not None:
+            self.title_slot = title_line.reread(slot, grown.title_line)
+        self._view.reset(self._index.path_to(appended[-1]))
+        return Followed(reason="fileAppended", appended_ids=[r.id for r in appended])
 
     def start_titled(self, slot: TitleSlot) -> None:
         """A new session that starts with oh-my-pi's title line: its dialect is oh-my-pi's."""
