@@ -351,7 +351,7 @@ class Rewriter:
         self._pending_title = None
         if in_place(slot, self._file, recovery):
             return write_title(
-                slot, title, timestamp, file=self._file, ledger=self._ledger, foreign=self._foreign
+                title, timestamp, file=self._file, ledger=self._ledger, foreign=self._foreign
             )
         self._pending_title = (title, timestamp)
         return slot

@@ -57,15 +57,9 @@ def in_place(slot: TitleSlot, file: SessionFile, recovery: RecoveryReport) -> bo
 
 
 def write_title(
-    slot: TitleSlot,
-    title: str,
-    timestamp: str,
-    *,
-    file: SessionFile,
-    ledger: Ledger,
-    foreign: ForeignWrites,
+    title: str, timestamp: str, *, file: SessionFile, ledger: Ledger, foreign: ForeignWrites
 ) -> TitleSlot:
-    """The title line of ``title`` written over ``slot``'s in place (``in_place``); a
+    """The title line of ``title`` written over the old one in place (``in_place``); a
     session not written yet gets it when it is (``first_line``). The new slot."""
     line = serialize_title_slot(title, "user", timestamp)
     if file.persisted:
