@@ -4,7 +4,9 @@ Against a real ``sessiond serve --socket`` with two clients: client A works on a
 file, client B keeps asking about another session. Another program grows A's session by
 a sparse hole of 2 GiB, or replaces it with a big file, while it is open; or A forks a
 session of 150 MB, or the end of A's turn prunes an oh-my-pi session of 150 MB (which
-rewrites the file), or A reads a pruned output back from an archive grown by 1 GiB. Reading or writing any of that takes the daemon seconds; it does so in a worker
+rewrites the file), or A reads a pruned output back from an archive grown by 1 GiB, or A
+renames an oh-my-pi session of 400 MB whose title line is not 256 bytes (which rewrites
+it too). Reading or writing any of that takes the daemon seconds; it does so in a worker
 thread, so B's answers keep coming meanwhile: B's slowest answer is a small part of
 A's wait (measured against A's own wait, so that a slow machine is not a failure). On
 the code before the fix B waited as long as A.
@@ -22,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from sessiond.core.title_slot import serialize_title_slot
+from sessiond.core.title_slot import TITLE_SLOT_BYTES, serialize_title_slot
 from sessiond.store.session import SessionStore
 from sessiond_testkit.generate_session import generate
 from tests.proof.support import FAST, Peer, listening_daemon, timeout_for
@@ -33,6 +35,8 @@ pytestmark = pytest.mark.timeout(timeout_for(240, 600))
 MIB = 1024 * 1024
 # The oh-my-pi session rewritten when pruned: big enough that rewriting it takes a while.
 PRUNED_SESSION_MB = 300
+# The one rewritten when renamed: copied in chunks, so bigger still.
+RENAMED_SESSION_MB = 400
 
 
 def small_session(path: Path) -> Path:
@@ -194,3 +198,23 @@ def test_an_archive_grown_by_gigabytes_is_read_off_the_loop(tmp_path: Path) -> N
         assert answer["fromArchive"] is True and answer["entry"] == json.loads(original)
 
     while_b_asks(tmp_path, path, act)
+
+
+def test_renaming_an_oh_my_pi_session_by_rewriting_it_is_done_off_the_loop(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    big_session(path, RENAMED_SESSION_MB)
+    # A title line oh-my-pi did not write (not 256 bytes): a rename rewrites the file.
+    short = (
+        b'{"type":"title","v":1,"title":"Big","updatedAt":"2026-09-27T09:00:00.000Z","pad":""}\n'
+    )
+    path.write_bytes(short + path.read_bytes())
+
+    def act(a: Peer, session_id: str) -> None:
+        a.call("session/setName", {"sessionId": session_id, "name": "Renamed"}, 120)
+
+    while_b_asks(tmp_path, path, act)
+    with path.open("rb") as handle:
+        title = handle.read(TITLE_SLOT_BYTES)
+    assert title.startswith(b'{"type":"title","v":1,"title":"Renamed"') and title.endswith(b"\n")
+    with SessionStore.open(path, readonly=True) as store:
+        assert store.name == "Renamed" and store.entry_count == 2 * RENAMED_SESSION_MB + 1

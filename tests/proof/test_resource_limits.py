@@ -413,9 +413,21 @@ def test_idle_strangers_cannot_take_the_file_descriptors_the_owner_needs(tmp_pat
     try:
         for _ in range(150):
             strangers.append(knock(daemon))
+        wait_until_idle(daemon.pid)
+        # The newest strangers hold every slot left to strangers, far from their deadline.
+        waiting = [sock for sock in strangers if still_open(sock)]
         took = owner_creates_a_session(daemon, tmp_path / "sessions")
-        print(f"\n150 idle strangers under a limit of 96 files: the owner got in in {took:.2f} s")
-        assert took < 5, f"the owner waited {took:.1f} s"
+        still_waiting = sum(still_open(sock) for sock in waiting)
+        print(
+            f"\n150 idle strangers under a limit of 96 files: {len(waiting)} held slots;"
+            f" the owner got in in {took:.2f} s"
+        )
+        # The owner was let in by dropping the oldest of them, not kept in the kernel's
+        # backlog until deadlines closed them: the others still hold their slots.
+        assert waiting, "no stranger was holding a slot"
+        assert still_waiting == len(waiting) - 1, (
+            f"{still_waiting} of {len(waiting)} strangers still connected"
+        )
     finally:
         for sock in strangers:
             sock.close()

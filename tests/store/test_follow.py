@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from sessiond.errors import BusyError, ConflictError
+from sessiond.errors import BusyError, ConflictError, FileChangedError
 from sessiond.settings import StorageSettings
 from sessiond.store import file_watch
+from sessiond.store.catching_up import line_numbers, read_changes
+from sessiond.store.records import EntryRecord
 from sessiond.store.session import SessionStore
 
 from .helpers import assistant, stored_line, user
@@ -141,6 +143,84 @@ def test_a_replaced_or_rewritten_file_is_read_again(store: SessionStore, how: st
     entry = store.append(user("after the rewrite"))
     assert entry.parent_id == (expected[-1] if expected else None)
     _assert_matches_a_fresh_open(store)
+
+
+def _overwrite(path: Path, offset: int, data: bytes) -> None:
+    with path.open("r+b") as handle:
+        handle.seek(offset)
+        handle.write(data)
+
+
+def test_a_reread_begun_before_a_line_was_found_changed_does_not_answer_for_it(
+    tmp_path: Path,
+) -> None:
+    """The retry after ``fileChanged`` sees the change, whatever was being read then: a
+    whole read planned and done before the line was found changed (a catch-up in a worker
+    thread) may have passed that line before it changed, so taking it leaves the
+    suspicion standing, and the next look reads the file again."""
+    store = SessionStore.create(str(tmp_path), path=tmp_path / "s.jsonl", storage=NO_INDEX)
+    ids = [store.append(user(f"turn {turn} " + "word " * 200)).id for turn in range(12)]
+    ids.append(store.append(assistant("the last answer " + "word " * 200)).id)
+    data = store.path.read_bytes()
+    # Another program changes the last line in place: the look sees it (its last bytes).
+    last = data.rindex(b"word ")
+    _overwrite(store.path, last, b"Word ")
+    plan = store.plan_changes()
+    assert plan is not None and plan.verdict == "replaced"
+    changes = read_changes(plan)  # the worker's whole read, done
+    # Then it overwrites a middle line, where no look can see it; a client reads it.
+    middle = ids[3]
+    at = data.index(b"word ", store.record(middle).offset)
+    _overwrite(store.path, at, b"\x00")
+    with pytest.raises(FileChangedError):
+        store.raw_line(store.record(middle))
+    taken = store.take_changes(changes)  # the catch-up ends
+    assert taken is not None and taken.reason == "fileRewritten"
+    assert store.has_entry(middle)  # that read saw the line as it was
+    followed = store.follow()  # the retry's look
+    assert followed is not None and followed.reason == "fileRewritten"
+    assert not store.has_entry(middle)
+    start = store.path.read_bytes().rindex(b"\n", 0, at) + 1
+    assert [line.offset for line in store.recovery.damaged_lines] == [start]
+    assert [entry.id for entry in store.entries()] == [i for i in ids if i != middle]
+    assert store.follow() is None
+    store.close()
+
+
+def test_a_second_session_header_another_program_appends_is_numbered_on_from_the_known_end(
+    store: SessionStore,
+) -> None:
+    data = store.path.read_bytes()
+    header = data.split(b"\n", 1)[0] + b"\n"
+    known = data.count(b"\n")
+    leaf = store.leaf_id
+    _other_program_appends(
+        store.path,
+        stored_line("0the0001", leaf, "a") + header + stored_line("0the0002", "0the0001", "b"),
+    )
+    followed = store.follow()  # in place: a few bytes
+    assert followed is not None and followed.appended_ids == ["0the0001", "0the0002"]
+    [damaged] = store.recovery.damaged_lines
+    assert damaged.reason == "a second session header"
+    assert (damaged.line, damaged.offset) == (
+        known + 2,
+        len(data) + len(stored_line("0the0001", leaf, "a")),
+    )
+
+
+def test_line_numbers_go_on_from_a_known_place_without_reading_before_it(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    # Before byte 1000: what the caller already counted (not lines at all, here).
+    path.write_bytes(b"\0" * 1000 + b"one\ntwo\nthree\n")
+    records = [
+        EntryRecord(id=name, type="session", parent_id=None, timestamp="", offset=offset, length=3)
+        for name, offset in (("a", 1000), ("c", 1008))
+    ]
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert line_numbers(fd, records, 1000, 41) == [42, 44]
+    finally:
+        os.close(fd)
 
 
 def test_two_writers_at_once_never_damage_the_file_or_the_index(tmp_path: Path) -> None:

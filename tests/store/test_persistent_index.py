@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from sessiond.errors import FileChangedError
 from sessiond.settings import StorageSettings
 from sessiond.store import index_file
 from sessiond.store.opening import read_session
@@ -268,15 +269,62 @@ def test_a_damaged_index_is_ignored_and_replaced(tmp_path: Path, damage: str) ->
     assert _from_index(path)  # rebuilt by the open that ignored it
 
 
+def _meta(path: Path) -> index_file.IndexMeta:
+    data = index_file.index_path_for(path).read_bytes()[len(b"sessiond-index\n") :]
+    return msgspec.msgpack.decode(
+        data[8 : 8 + int.from_bytes(data[:8], "little")], type=index_file.IndexMeta
+    )
+
+
+def test_a_line_found_changed_is_read_again_by_a_scan_not_from_the_index(tmp_path: Path) -> None:
+    """The change the index cannot see (a same-length edit outside its windows, made
+    together with an append): a reopen takes in the appended line only and writes the
+    index anew, trusted. When the changed line is read, the file
+    is read again line by line whatever that index says, so the retry sees the change,
+    and the index is written anew from that scan."""
+    path = tmp_path / "s.jsonl"
+    with SessionStore.create("/p", path=path) as store:
+        ids = [store.append(user(f"turn {turn} " + "word " * 800)).id for turn in range(60)]
+        ids.append(store.append(assistant("the answer")).id)
+    _settle()
+    assert _from_index(path)
+    windows = [(w.offset, w.offset + w.length) for w in _meta(path).windows]
+    with SessionStore.open(path, readonly=True, storage=NO_INDEX) as store:
+        target = next(
+            record
+            for record in store.records()[10:-10]
+            if all(
+                record.offset + record.length < start or record.offset > end
+                for start, end in windows
+            )
+        )
+    data = path.read_bytes()
+    at = data.index(b"word ", target.offset)
+    with path.open("r+b") as handle:
+        handle.seek(at)
+        handle.write(b"\x00")
+    with path.open("ab") as handle:
+        handle.write(stored_line("0appended", ids[-1], "more"))
+    _settle()  # (a reopen within the tick would write an index not trusted later)
+    with SessionStore.open(path) as store:
+        assert _from_index(path)  # the index written at that open is trusted
+        with pytest.raises(FileChangedError):
+            store.raw_line(target)
+        followed = store.follow()
+        assert followed is not None and followed.reason == "fileRewritten"
+        assert not store.has_entry(target.id)
+        assert [line.offset for line in store.recovery.damaged_lines] == [target.offset]
+        expected = [i for i in ids if i != target.id] + ["0appended"]
+        assert [entry.id for entry in store.entries()] == expected
+    assert _view(path) == _view(path, storage=NO_INDEX)
+
+
 def test_a_racy_index_is_not_trusted_for_an_unchanged_size(tmp_path: Path) -> None:
     """An index written within a timestamp tick of the file's last change proves nothing
     when the size is unchanged: an edit in that tick would keep the same times."""
     path = _session(tmp_path)
     _view(path)
-    data = index_file.index_path_for(path).read_bytes()[len(b"sessiond-index\n") :]
-    meta = msgspec.msgpack.decode(
-        data[8 : 8 + int.from_bytes(data[:8], "little")], type=index_file.IndexMeta
-    )
+    meta = _meta(path)
     assert not index_file.is_racy(meta)  # written more than a tick after the file was made
     fine = 1_700_000_000_123_456_789
     racy = msgspec.structs.replace(meta, ctime_ns=fine, mtime_ns=fine, written_ns=fine + 5_000_000)

@@ -15,6 +15,7 @@ from sessiond.core.title_slot import TITLE_SLOT_BYTES, serialize_title_slot
 from sessiond.errors import InvalidEntryError, InvalidParamsError, InvalidSessionFileError
 from sessiond.settings import StorageSettings
 from sessiond.store.opening import read_session
+from sessiond.store.rewriting import rewrite_title
 from sessiond.store.session import SessionStore
 
 from .helpers import assistant, omp_entry, omp_file, user
@@ -167,6 +168,35 @@ def test_renaming_a_title_line_of_another_length_rewrites_the_file(tmp_path: Pat
     assert data[TITLE_SLOT_BYTES : TITLE_SLOT_BYTES + len(body)] == body
     with SessionStore.open(path, readonly=True) as reopened:
         assert reopened.name == "Longer" and reopened.entry_count == 4
+
+
+def test_a_rename_by_rewrite_can_be_left_for_a_worker_thread(tmp_path: Path):
+    """A daemon renames in two steps: the ``title_change`` entry now, the rewrite of the
+    file later (in a worker thread, alone on the file); what was appended between them is
+    kept, and the name changes when the rewrite is taken."""
+    path = tmp_path / "s.jsonl"
+    short = b'{"type":"title","v":1,"title":"x","updatedAt":"t","pad":""}\n'
+    body = two_turns(tmp_path / "model.jsonl").read_bytes()[TITLE_SLOT_BYTES:]
+    path.write_bytes(short + body)
+    with SessionStore.open(path) as store:
+        store.set_name("Later", rewrite_apart=True)
+        assert store.title_pending and store.name == "x"
+        assert path.read_bytes().startswith(short)
+        store.append(user("between the two"))
+        plan = store.plan_title()
+        assert plan is not None and not store.title_pending
+        store.take_title(plan, rewrite_title(plan))
+        assert store.name == "Later" and store.plan_title() is None
+        store.append(user("after the rename"))
+        assert store.follow() is None
+        records = [(r.id, r.offset, r.length) for r in store.records()]
+    data = path.read_bytes()
+    assert data[:TITLE_SLOT_BYTES].startswith(b'{"type":"title","v":1,"title":"Later"')
+    with SessionStore.open(path, readonly=True) as reopened:
+        assert reopened.name == "Later"
+        assert [(r.id, r.offset, r.length) for r in reopened.records()] == records
+        texts = [m.content for m in reopened.build_context().messages if isinstance(m, UserMessage)]
+        assert texts == ["hello", "between the two", "after the rename"]
 
 
 def test_another_programs_rename_is_followed(tmp_path: Path):

@@ -21,6 +21,7 @@ from sessiond.service.usage import context_usage
 from sessiond.service.workers import in_worker
 from sessiond.store.listing import list_sessions
 from sessiond.store.records import EntryRecord
+from sessiond.store.rewriting import rewrite_title
 from sessiond.store.session import SessionStore
 
 from .daemon import Daemon
@@ -257,11 +258,30 @@ def set_label(daemon: Daemon, ctx: RequestContext, params: LabelParams) -> Appen
 
 
 @METHODS.request("session/setName", SetNameParams)
-def set_name(daemon: Daemon, ctx: RequestContext, params: SetNameParams) -> AppendedEntry:
+async def set_name(daemon: Daemon, ctx: RequestContext, params: SetNameParams) -> AppendedEntry:
     if not params.name.strip():
         # pi refuses an empty name here (a session_info entry can still clear it)
         raise InvalidParamsError("name must not be empty", name=params.name)
-    return _append_one(daemon, params.session_id, lambda store: store.set_name(params.name))
+    try:
+        named = _append_one(
+            daemon,
+            params.session_id,
+            lambda store: store.set_name(params.name, rewrite_apart=True),
+        )
+    except AnswerLater as later:
+        named = await later.pending
+    actor = daemon.actor(params.session_id)
+    if actor.store.title_pending:
+        # An oh-my-pi title line that is not 256 bytes: the file is rewritten with the new
+        # one, in a worker thread, alone on the file (as pruning rewrites it).
+        await actor.exclusive(lambda: _rewrite_title(actor.store))
+    return named
+
+
+async def _rewrite_title(store: SessionStore) -> None:
+    plan = store.plan_title()
+    if plan is not None:
+        store.take_title(plan, await in_worker(rewrite_title, plan))
 
 
 @METHODS.request("session/fork", ForkParams)

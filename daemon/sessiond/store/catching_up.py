@@ -28,6 +28,7 @@ from .budget import MemoryBudget
 from .file_watch import Observation, observe
 from .lines import read_chunks
 from .opening import read_session
+from .prepared_read import PreparedRead, prepare_read
 from .records import EntryRecord
 from .safe_files import open_regular
 from .scan import AppendedLines, scan_appended
@@ -41,6 +42,11 @@ class ChangePlan:
     verdict: Literal["grew", "replaced"]
     path: Path
     use_index: bool
+    # Lines found changed behind the store so far (``FileFollower.suspicions``): a whole
+    # read answers those, and, while one is unanswered, scans every line (the persistent
+    # index cannot see such a change).
+    suspicions: int
+    suspected: bool
     # Where the lines the store knows end, how many it holds, and the state it was in.
     start: int
     held: int
@@ -67,11 +73,12 @@ class Grown:
 
 @dataclass
 class Reloaded:
-    """The whole file, read again."""
+    """The whole file, read again, and its index and leaf made ready."""
 
     result: ScanResult
     end: int
     seen: Observation
+    prepared: PreparedRead
 
 
 @dataclass
@@ -114,7 +121,9 @@ def read_grown(plan: ChangePlan, fd: int, end: int) -> Grown:
         (chunk for _, chunk in read_chunks(fd, plan.start, end)),
         budget,
     )
-    second_headers = prepare_lines(found.records, found.eager_lines, fd)
+    second_headers = prepare_lines(
+        found.records, found.eager_lines, fd, known=(plan.start, plan.header.line_count)
+    )
     found.records = [record for record in found.records if record.type != "session"]
     renamed = any(record.type == "title_change" for record in found.records)
     title = os.pread(fd, plan.skip_first, 0) if renamed and plan.skip_first else None
@@ -123,7 +132,9 @@ def read_grown(plan: ChangePlan, fd: int, end: int) -> Grown:
 
 
 def _read_whole(plan: ChangePlan) -> Reloaded:
-    read = read_session(plan.path, readonly=True, use_index=plan.use_index)
+    read = read_session(
+        plan.path, readonly=True, use_index=plan.use_index, trust_index=not plan.suspected
+    )
     if read.source_fd is not None:
         os.close(read.source_fd)
         raise StorageError(
@@ -142,17 +153,23 @@ def _read_whole(plan: ChangePlan) -> Reloaded:
         # A tail not cut off (another program may still be writing it) is not read.
         end = torn.offset if torn is not None and torn.saved_to is None else result.size
         skip_first = result.title_slot.length if result.title_slot is not None else 0
-        return Reloaded(result, end, observe(fd, end, skip_first=skip_first))
+        prepared = prepare_read(result, plan.path, fd)
+        return Reloaded(result, end, observe(fd, end, skip_first=skip_first), prepared)
     finally:
         os.close(fd)
 
 
 def prepare_lines(
-    records: list[EntryRecord], eager: dict[int, bytes], fd: int
+    records: list[EntryRecord],
+    eager: dict[int, bytes],
+    fd: int,
+    *,
+    known: tuple[int, int] = (0, 0),
 ) -> list[DamagedLine]:
     """The file work the store would otherwise do when it takes the records: the lines of
     labels and names read (into ``eager``, which the store decodes), and each second
-    session header turned into a damaged line with its line number."""
+    session header turned into a damaged line with its line number (counted on from
+    ``known``: an offset where a line starts, before ``records``, and the lines before it)."""
     headers = [record for record in records if record.type == "session"]
     for record in records:
         if record.type in EAGER_TYPES and record.offset not in eager:
@@ -165,14 +182,17 @@ def prepare_lines(
             reason="a second session header",
             preview="",
         )
-        for record, line_number in zip(headers, line_numbers(fd, headers), strict=True)
+        for record, line_number in zip(headers, line_numbers(fd, headers, *known), strict=True)
     ]
 
 
-def line_numbers(fd: int, records: list[EntryRecord]) -> list[int]:
-    """The 1-based line numbers of ``records`` (in file order), in one pass."""
+def line_numbers(
+    fd: int, records: list[EntryRecord], start: int = 0, lines_before: int = 0
+) -> list[int]:
+    """The 1-based line numbers of ``records`` (in file order, none before ``start``), in
+    one pass from ``start``, where a line starts with ``lines_before`` lines before it."""
     numbers: list[int] = []
-    newlines = position = 0
+    newlines, position = lines_before, start
     for record in records:
         while position < record.offset:
             chunk = os.pread(fd, min(8 << 20, record.offset - position), position)

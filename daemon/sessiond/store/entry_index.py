@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Final
 
 import msgspec
@@ -28,6 +29,20 @@ class RecordNode(msgspec.Struct, kw_only=True):
     record: EntryRecord
     children: list[RecordNode]
     label: str | None = None
+
+
+@dataclass(frozen=True)
+class IndexContents:
+    """An index's records and what is derived from them, handed from one index (built
+    in a worker thread) to another (``EntryIndex.adopt``)."""
+
+    records: list[EntryRecord]
+    by_id: dict[str, EntryRecord]
+    labels: dict[str, str]
+    label_times: dict[str, str]
+    duplicates: bool
+    name: str | None
+    has_assistant: bool
 
 
 class EntryIndex:
@@ -96,6 +111,31 @@ class EntryIndex:
         self._records = records
         self._by_id = by_id
         return headers
+
+    def contents(self) -> IndexContents:
+        """What this index holds, for another to adopt (this one is not used after)."""
+        return IndexContents(
+            records=self._records,
+            by_id=self._by_id,
+            labels=self._labels,
+            label_times=self._label_times,
+            duplicates=self._duplicates,
+            name=self._name,
+            has_assistant=self._has_assistant,
+        )
+
+    def adopt(self, contents: IndexContents) -> None:
+        """Start again from what another index built (``load`` there, in any thread):
+        nothing in proportion to the records is done here."""
+        self._clear()
+        self._generation += 1
+        self._records = contents.records
+        self._by_id = contents.by_id
+        self._labels = contents.labels
+        self._label_times = contents.label_times
+        self._duplicates = contents.duplicates
+        self._name = contents.name
+        self._has_assistant = contents.has_assistant
 
     def add(self, record: EntryRecord, entry: Entry | None = None) -> None:
         """Index one more record, after the others (``entry``: its decoded entry, when the

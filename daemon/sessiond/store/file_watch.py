@@ -55,9 +55,12 @@ class FileFollower:
         # Bytes at the start that change in place without the file being rewritten
         # (oh-my-pi's title line): the tail check never looks at them.
         self.skip_first = 0
-        # A line read back was not what was indexed there: the file changed in place in
-        # a way the stat and the last bytes may not show.
-        self._suspect = False
+        # Lines read back that were not what was indexed there (the file changed in place
+        # in a way the stat and the last bytes may not show), counted; and how many of
+        # them a whole read begun after them has answered. A read begun earlier may have
+        # passed the changed line before it changed, so it answers only those before it.
+        self._suspicions = 0
+        self._answered = 0
         # At most this many bytes after the known end are searched for a newline (None:
         # any number). A daemon sets it: that search is file work of any size, which it
         # does in a worker thread (``catch_up``), not where ``saw`` is called.
@@ -70,11 +73,12 @@ class FileFollower:
         ``fd`` (after an open, its own append, or taking in another program's lines)."""
         self.take(observe(fd, end, status, self.scan_limit, self.skip_first))
 
-    def take(self, seen: Observation, *, reread: bool = False) -> None:
-        """``saw``, from what ``observe`` found (perhaps in another thread). ``reread``: the
-        file was read again whole, so a suspicion (``suspect``) is answered."""
-        if reread:
-            self._suspect = False
+    def take(self, seen: Observation, *, reread_after: int | None = None) -> None:
+        """``saw``, from what ``observe`` found (perhaps in another thread).
+        ``reread_after``: the file was read again whole, begun when ``suspicions`` was
+        that, so the suspicions (``suspect``) raised until then are answered."""
+        if reread_after is not None:
+            self._answered = max(self._answered, reread_after)
         status = seen.status
         self._identity = (status.st_dev, status.st_ino)
         self._signature = _signature(status)
@@ -93,8 +97,20 @@ class FileFollower:
 
     def suspect(self) -> None:
         """The file changed behind the store where ``look`` cannot see it (a same-size edit
-        in the middle): the next ``look`` says it was replaced, and it is read again."""
-        self._suspect = True
+        in the middle): ``look`` says it was replaced until a whole read begun after now
+        is taken (``take``)."""
+        self._suspicions += 1
+
+    @property
+    def suspicions(self) -> int:
+        """How many suspicions were raised so far (a read's plan notes it)."""
+        return self._suspicions
+
+    @property
+    def suspected(self) -> bool:
+        """Whether a suspicion is still unanswered: only a scan of every line answers it
+        (the persistent index cannot see what a suspicion is about)."""
+        return self._suspicions != self._answered
 
     def look_again(self) -> None:
         """Lines after the known end are complete, not unfinished: the next ``look``
@@ -107,7 +123,7 @@ class FileFollower:
         reading descriptor of the same file (used only when the path still names it)."""
         if self._identity is None:
             return "unchanged"
-        if self._suspect:
+        if self.suspected:
             return "replaced"  # until the file is read again (``take`` after a reload)
         try:
             status = os.stat(self.path, follow_symlinks=False)

@@ -105,8 +105,10 @@ class ForeignWrites:
         """The store knows every complete line up to the file's known end."""
         self._follower.saw(self._file.reader(), self._file.size, status)
 
-    def took(self, seen: Observation, *, reread: bool = False) -> None:
-        self._follower.take(seen, reread=reread)
+    def took(self, seen: Observation, *, reread: ChangePlan | None = None) -> None:
+        """The store took what it saw; ``reread``: by reading the file whole, as planned."""
+        after = None if reread is None else reread.suspicions
+        self._follower.take(seen, reread_after=after)
 
     def suspect(self) -> None:
         """A line read back was not what was indexed: the next look reads the file again."""
@@ -136,6 +138,8 @@ class ForeignWrites:
             verdict=verdict,
             path=self._file.path,
             use_index=self._use_index,
+            suspicions=self._follower.suspicions,
+            suspected=self._follower.suspected,
             start=self._file.size,
             held=len(self._index),
             generation=self._index.generation,

@@ -73,6 +73,10 @@ class LeafView:
         # O(records since the last call), not O(context), on every request.
         self._prefix: dict[str, list[int]] = {}
 
+    def read_with(self, load: EntryLoader) -> None:
+        """Read entries with ``load`` from now on (a view prepared in another thread)."""
+        self._load = load
+
     # -- keeping it current
 
     def reset(self, path: list[EntryRecord]) -> None:

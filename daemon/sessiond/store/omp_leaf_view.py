@@ -56,6 +56,10 @@ class OmpLeafView:
         # Estimates of messages that are not a record's own (stripped answers, notes).
         self._derived_tokens: dict[tuple[int, str], int] = {}
 
+    def read_with(self, load: EntryLoader) -> None:
+        """Read entries with ``load`` from now on (a view prepared in another thread)."""
+        self._load = load
+
     # -- keeping it current
 
     def reset(self, path: list[EntryRecord]) -> None:

@@ -68,11 +68,19 @@ class ReadSession:
 
 
 def read_session(
-    path: Path, *, readonly: bool, use_index: bool = True, index_dir: Path | None = None
+    path: Path,
+    *,
+    readonly: bool,
+    use_index: bool = True,
+    index_dir: Path | None = None,
+    trust_index: bool = True,
 ) -> ReadSession:
+    """The file read (from the persistent index and what was appended since, or scanned),
+    and the index brought up to date. ``trust_index=False``: every line is scanned, and
+    the index written anew (a line was found changed where the index cannot see it)."""
     fd = open_session_file(path)
     try:
-        result, indexed = _index_or_scan(path, fd, use_index, index_dir)
+        result, indexed = _index_or_scan(path, fd, use_index and trust_index, index_dir)
         if result.report.torn_tail is not None and not readonly:
             repair_torn_tail(path, result)
         source_fd: int | None = None

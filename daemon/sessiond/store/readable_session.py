@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Final
 
 import msgspec
 
@@ -20,16 +19,14 @@ from sessiond.core.title_slot import TitleSlot
 from sessiond.errors import NotFoundError
 from sessiond.wire.recovery import RecoveryReport
 
+from . import title_line
+from .catching_up import Grown
 from .entry_index import EntryIndex, RecordNode
 from .entry_reading import EntryReader
-from .leaf_view import LeafView
-from .omp_leaf_view import OmpLeafView
+from .foreign_writes import Followed
+from .prepared_read import VIEWS, ContextView, PreparedRead
 from .records import EntryRecord
 from .scan_result import ScanResult
-
-# The view that keeps the current leaf's context, by the file's dialect.
-ContextView = LeafView | OmpLeafView
-_VIEWS: Final[dict[str, type[ContextView]]] = {"pi": LeafView, "oh-my-pi": OmpLeafView}
 
 
 class _RawMessage(msgspec.Struct):
@@ -78,6 +75,28 @@ class ReadableSession:
         leaf = self._index.last()
         self._view.reset(self._index.path_to(leaf) if leaf is not None else [])
 
+    def adopt(self, prepared: PreparedRead) -> None:
+        """``load``, from what ``prepare_read`` made ready elsewhere (nothing here is in
+        proportion to the file)."""
+        self.title_slot = prepared.title_slot
+        self.dialect = prepared.dialect
+        self.recovery = prepared.recovery
+        self._index.adopt(prepared.index)
+        prepared.view.read_with(self.entry_of)
+        self._view = prepared.view
+
+    def took_appended(self, grown: Grown) -> Followed | None:
+        """The leaf at the last of others' lines just indexed, as a reopen would put it (and
+        oh-my-pi's title line read again when they renamed the session)."""
+        appended = grown.found.records
+        if not appended:
+            return None
+        slot = self.title_slot
+        if grown.title_line is not None and slot is not None:
+            self.title_slot = title_line.reread(slot, grown.title_line)
+        self._view.reset(self._index.path_to(appended[-1]))
+        return Followed(reason="fileAppended", appended_ids=[r.id for r in appended])
+
     def start_titled(self, slot: TitleSlot) -> None:
         """A new session that starts with oh-my-pi's title line: its dialect is oh-my-pi's."""
         self.title_slot = slot
@@ -86,7 +105,7 @@ class ReadableSession:
 
     def new_view(self) -> ContextView:
         """A leaf view of the session's dialect, at no leaf yet."""
-        return _VIEWS[self.dialect.name](self.entry_of)
+        return VIEWS[self.dialect.name](self.entry_of)
 
     # ------------------------------------------------------------------ identity
 

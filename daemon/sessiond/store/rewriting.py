@@ -1,10 +1,11 @@
 """Copies and rewrites of a session file: forks and in-place edits of entries.
 
 A fork copies the path to an entry into a new session (pi's ``createBranchedSession``);
-a rewrite replaces whole entries (pruning edits tool results, as oh-my-pi does) through
-an atomic rewrite that copies every other line, damaged ones included, byte for byte.
-Both are decided from the store's index where it is used (``ForkPlan``,
-``RewritePlan``) and do their file work here, in any thread, without the store.
+a rewrite replaces whole entries (pruning edits tool results, as oh-my-pi does), or
+oh-my-pi's title line by one of another length (a rename), through an atomic rewrite
+that copies every other line, damaged ones included, byte for byte. Each is decided
+from the store's index where it is used (``ForkPlan``, ``RewritePlan``,
+``TitleRewrite``) and does its file work here, in any thread, without the store.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import msgspec
 
 from sessiond.core.decode import decode_entry
 from sessiond.core.entries import CompactionEntry, Entry
+from sessiond.core.title_slot import serialize_title_slot
 from sessiond.errors import InvalidEntryError
 from sessiond.wire.recovery import RecoveryReport
 
@@ -34,7 +36,7 @@ from .records import EntryRecord, new_record
 from .safe_files import FILE_MODE, open_regular
 from .session_file import SessionFile
 from .store_parts import Clock
-from .title_line import write_title
+from .title_line import in_place, retitled, write_title
 
 if TYPE_CHECKING:
     from sessiond.core.entries import SessionHeader
@@ -215,6 +217,45 @@ def write_rewrite(plan: RewritePlan) -> Rewritten:
     return Rewritten(new_offsets, new_size, seen)
 
 
+@dataclass
+class TitleRewrite:
+    """A rename whose title line is not oh-my-pi's 256 bytes: the file rewritten with the
+    new line in its place (``rewrite_title``)."""
+
+    path: Path
+    mode: int
+    line: bytes
+    old_length: int
+    # The end of the lines the store knows (bytes after it are copied too).
+    end: int
+    title: str
+    timestamp: str
+
+
+def rewrite_title(plan: TitleRewrite) -> Rewritten:
+    """The file with its title line replaced (file work of its whole size; any thread,
+    nothing of the store touched)."""
+    fd = open_regular(plan.path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+
+        def chunks() -> Iterator[bytes]:
+            yield plan.line
+            for _, chunk in read_chunks(fd, plan.old_length, size):
+                yield chunk
+
+        atomic_write(plan.path, chunks(), mode=plan.mode)
+    finally:
+        os.close(fd)
+    end = plan.end + len(plan.line) - plan.old_length
+    fd = open_regular(plan.path, os.O_RDONLY)
+    try:
+        seen = observe(fd, end, skip_first=len(plan.line))
+    finally:
+        os.close(fd)
+    return Rewritten({}, end, seen)
+
+
 class Rewriter:
     """Forks and rewrites of one session's file, decided from its index."""
 
@@ -236,6 +277,8 @@ class Rewriter:
         self._header = header
         self._storage = storage
         self._clock = clock
+        # A rename's title and time, for a rewrite of the file not done yet.
+        self._pending_title: tuple[str, str] | None = None
 
     def fork_plan(
         self,
@@ -302,17 +345,52 @@ class Rewriter:
     def retitle(
         self, slot: TitleSlot, title: str, timestamp: str, recovery: RecoveryReport
     ) -> TitleSlot:
-        """oh-my-pi's title line rewritten (``title_line.write_title``); the new slot."""
-        return write_title(
-            slot,
-            title,
-            timestamp,
-            file=self._file,
-            index=self._index,
-            ledger=self._ledger,
-            foreign=self._foreign,
-            recovery=recovery,
+        """oh-my-pi's title line of ``title`` over ``slot``'s, in place when it can be
+        (``title_line.in_place``); else the rewrite of the file it takes is left pending
+        (``plan_title``). The slot as the file has it now."""
+        self._pending_title = None
+        if in_place(slot, self._file, recovery):
+            return write_title(
+                title, timestamp, file=self._file, ledger=self._ledger, foreign=self._foreign
+            )
+        self._pending_title = (title, timestamp)
+        return slot
+
+    @property
+    def title_pending(self) -> bool:
+        return self._pending_title is not None
+
+    def plan_title(self, slot: TitleSlot | None) -> TitleRewrite | None:
+        """The pending rename's rewrite of the file (None: none pending); nothing more is
+        appended until ``take_title``: the descriptor for appending is closed here."""
+        pending, self._pending_title = self._pending_title, None
+        if pending is None or slot is None or not self._file.persisted:
+            return None
+        title, timestamp = pending
+        self._file.stop_appending()
+        return TitleRewrite(
+            path=self._file.path,
+            mode=_file_mode(self._file.path),
+            line=serialize_title_slot(title, "user", timestamp),
+            old_length=slot.length,
+            end=self._file.size,
+            title=title,
+            timestamp=timestamp,
         )
+
+    def take_title(
+        self, plan: TitleRewrite, done: Rewritten, recovery: RecoveryReport
+    ) -> TitleSlot:
+        """The index and the file's end after ``rewrite_title`` (memory only, and a new
+        descriptor to append); the new slot."""
+        self._index.shift_offsets(len(plan.line) - plan.old_length)
+        self._file.rewritten(done.size)
+        # The lines moved: the next open scans afresh.
+        self._ledger.drop()
+        recovery.byte_order_mark = False
+        self._foreign.skip_first = len(plan.line)
+        self._foreign.took(done.seen)
+        return retitled(plan.title, plan.timestamp, len(plan.line), self._ledger)
 
 
 def file_lines(path: Path) -> Iterator[tuple[int, bytes | Iterator[bytes]]]:

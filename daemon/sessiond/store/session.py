@@ -1,11 +1,11 @@
 """A session file opened for reading and writing: pi's SessionManager, made durable.
 
-``SessionStore`` is the facade over the owners of a session's state: what it answers
-from (``ReadableSession``: the entry index and lines read back), the file's bytes
-(``session_file``), the validation of appended entries (``entry_validation``) and their
-writing (``appending``), other programs' writes (``foreign_writes``, ``catching_up``),
-the persistent index's ledger (``ledger``), forks and rewrites (``rewriting``,
-``title_line``). It decides the order of the steps; each owner keeps its own state.
+``SessionStore`` is the facade over the owners of a session's state: what it answers from
+(``ReadableSession``: the entry index and lines read back), the file's bytes
+(``session_file``), appended entries' validation and writing (``entry_validation``,
+``appending``), others' writes (``foreign_writes``, ``catching_up``), the persistent
+index's ledger (``ledger``), forks and rewrites (``rewriting``, ``title_line``). It
+decides the order of the steps; each owner keeps its own state.
 """
 
 from __future__ import annotations
@@ -27,13 +27,14 @@ from sessiond.wire.recovery import TornTail
 
 from . import rewriting, title_line
 from .appending import EntryWriter
-from .catching_up import ChangePlan, Changes, Grown, read_changes
+from .catching_up import ChangePlan, Changes, read_changes
 from .entry_index import EntryIndex
 from .entry_reading import EntryReader
 from .entry_validation import EntryBatch, Prepared, check_expected_leaf
 from .file_watch import Observation
 from .foreign_writes import CatchUpNeeded, Followed, ForeignWrites
 from .ledger import Ledger
+from .prepared_read import PreparedRead
 from .readable_session import ReadableSession
 from .scan_result import ScanResult
 from .session_file import SessionFile
@@ -84,14 +85,17 @@ class SessionStore(ReadableSession):
             with contextlib.suppress(OSError, StorageError):
                 foreign.saw()
 
-    def _take_scan(self, scan_result: ScanResult | None) -> None:
-        """Everything read from a scan of the file (or none: a new session)."""
+    def _take_scan(
+        self, scan_result: ScanResult | None, prepared: PreparedRead | None = None
+    ) -> None:
+        """Everything read from a scan of the file (or none: a new session); ``prepared``:
+        its index and leaf, made ready where it was read."""
         if scan_result is None:
             self._file.set_end(0)
         else:
             self._file.set_end(scan_result.size, needs_newline=not scan_result.ends_with_newline)
         self._ledger.start(scan_result)
-        self.load(scan_result)
+        self.load(scan_result) if prepared is None else self.adopt(prepared)
         self._foreign.skip_first = self.title_slot.length if self.title_slot else 0
 
     # ------------------------------------------------------------------ opening
@@ -163,9 +167,8 @@ class SessionStore(ReadableSession):
 
     @property
     def inline_follow_bytes(self) -> int | None:
-        """At most this many bytes of others' changes are read where the store is used
-        (None: any amount). A daemon sets it and reads more in a worker thread
-        (``catching_up``); beyond it a follow or an append is ``CatchUpNeeded``."""
+        """At most this many bytes of others' changes are read where the store is used (None:
+        any amount; a daemon sets it): beyond it a follow or an append is ``CatchUpNeeded``."""
         return self._foreign.inline_limit
 
     @inline_follow_bytes.setter
@@ -243,7 +246,7 @@ class SessionStore(ReadableSession):
             # Others' lines landed just before ours: announced; ours go under the leaf
             # they were written under, whatever came before.
             leaf_path = list(self.leaf_view.path)
-            if (followed := self._took(before)) is not None:
+            if (followed := self.took_appended(before)) is not None:
                 self._foreign.announce_later(followed)
             self.leaf_view.reset(leaf_path)
         for record, entry, _ in prepared:
@@ -260,9 +263,10 @@ class SessionStore(ReadableSession):
             body["label"] = label
         return self.append(body)
 
-    def set_name(self, name: str) -> Entry:
+    def set_name(self, name: str, *, rewrite_apart: bool = False) -> Entry:
         """Name the session: pi's ``session_info`` entry, or on oh-my-pi's files its
-        ``title_change`` entry and the title line rewritten (see ``title_line``)."""
+        ``title_change`` entry and the title line rewritten (see ``title_line``); with
+        ``rewrite_apart`` a rewrite of the file that takes is left (``title_pending``)."""
         slot = self.title_slot
         if slot is None:
             return self.append({"type": "session_info", "name": name.strip()})
@@ -271,7 +275,20 @@ class SessionStore(ReadableSession):
         self.title_slot = self._rewriter.retitle(
             slot, str(body["title"]), entry.timestamp, self.recovery
         )
+        if not rewrite_apart and (plan := self.plan_title()) is not None:
+            self.take_title(plan, rewriting.rewrite_title(plan))
         return entry
+
+    @property
+    def title_pending(self) -> bool:
+        return self._rewriter.title_pending
+
+    def plan_title(self) -> rewriting.TitleRewrite | None:
+        """The rename's rewrite left, for ``rewriting.rewrite_title`` then ``take_title``."""
+        return self._rewriter.plan_title(self.title_slot)
+
+    def take_title(self, plan: rewriting.TitleRewrite, done: rewriting.Rewritten) -> None:
+        self.title_slot = self._rewriter.take_title(plan, done, self.recovery)
 
     def branch_with_summary(
         self,
@@ -309,10 +326,10 @@ class SessionStore(ReadableSession):
     # ------------------------------------------------------------------ others' writes
 
     def follow(self) -> Followed | None:
-        """Take in what another program did to the file since the store last looked: lines
-        appended (the leaf moves to the last, as a reopen would put it), or a file replaced
-        or rewritten (read again whole). None when nothing changed (one ``stat``). More
-        than ``inline_follow_bytes`` of changes is ``CatchUpNeeded``."""
+        """Take in what others did to the file since the store last looked: lines appended
+        (the leaf moves to the last, as a reopen would put it), or a file replaced or
+        rewritten (read again whole). None: nothing changed (one ``stat``); more than
+        ``inline_follow_bytes`` of changes is ``CatchUpNeeded``."""
         plan = self.plan_changes()
         if plan is None:
             return None
@@ -334,30 +351,19 @@ class SessionStore(ReadableSession):
             return None
         if changes.grown is not None:
             self._foreign.take_grown(changes.grown, self.recovery)
-            return self._took(changes.grown)
+            return self.took_appended(changes.grown)
         reloaded = changes.reloaded
         assert reloaded is not None
         # The lock, the settings and the identity of the store stay; everything read goes.
         self._file.forget_reader()
         self._file.stop_appending()
         result = reloaded.result
-        self._take_scan(result)
+        self._take_scan(result, reloaded.prepared)
         if reloaded.end != result.size:
             self._file.set_end(reloaded.end)
         self._ledger.indexed_at(result.indexed_size)
-        self._foreign.took(reloaded.seen, reread=True)
+        self._foreign.took(reloaded.seen, reread=changes.plan)
         return Followed(reason="fileRewritten", appended_ids=[])
-
-    def _took(self, grown: Grown) -> Followed | None:
-        """The leaf at the last of others' lines just indexed, as a reopen would put it."""
-        appended = grown.found.records
-        if not appended:
-            return None
-        slot = self.title_slot
-        if grown.title_line is not None and slot is not None:
-            self.title_slot = title_line.reread(slot, grown.title_line)
-        self.leaf_view.reset(self._entries.path_to(appended[-1]))
-        return Followed(reason="fileAppended", appended_ids=[r.id for r in appended])
 
     def take_unannounced(self) -> list[Followed]:
         """Others' lines an append took in before writing, for the caller to announce."""
@@ -370,8 +376,7 @@ class SessionStore(ReadableSession):
         self._foreign.cut_unfinished(self.recovery)
 
     def stale_tail_cut(self) -> tuple[TornTail, Callable[[], Observation]] | None:
-        """A crashed writer's unfinished last line, if any, and the file work that cuts it
-        off (any thread; ``take_cut`` then takes what it saw)."""
+        """A crashed writer's unfinished last line, and the file work (any thread) that cuts it."""
         return self._foreign.stale_tail_cut()
 
     def take_cut(self, torn: TornTail, seen: Observation) -> None:
@@ -429,9 +434,8 @@ class SessionStore(ReadableSession):
         return new
 
     def rewrite_entries(self, replacements: Mapping[str, Mapping[str, Any]]) -> None:
-        """Replace whole entries (by id) through an atomic rewrite of the file, here (a
-        daemon runs ``rewriting.write_rewrite`` in a worker thread between ``plan_rewrite``
-        and ``take_rewrite``). Every other line, damaged ones included, is kept."""
+        """Replace whole entries (by id) through an atomic rewrite of the file, every other
+        line kept, here (a daemon: ``plan_rewrite``, ``write_rewrite`` apart, ``take_rewrite``)."""
         plan = self.plan_rewrite(replacements)
         if plan is not None:
             self.take_rewrite(plan, rewriting.write_rewrite(plan))

@@ -13,7 +13,7 @@ from typing import Literal
 
 from sessiond.errors import StorageError
 
-from .fileio import AppendFile, atomic_write, create_whole
+from .fileio import AppendFile, create_whole
 from .lines import read_chunks
 from .records import EntryRecord
 from .safe_files import open_regular
@@ -207,20 +207,3 @@ class SessionFile:
             raise StorageError(
                 f"cannot write the title line of {self.path}: {exc}", path=str(self.path)
             ) from None
-
-    def replace_start(self, line: bytes, old_length: int) -> None:
-        """The file with its first ``old_length`` bytes replaced by ``line``, through an
-        atomic rewrite (file mode kept); the known end moves by the difference."""
-        self.sync()
-        reader = self.reader()
-        end = self._size
-
-        def chunks() -> Iterator[bytes]:
-            yield line
-            for _, chunk in read_chunks(reader, old_length, end):
-                yield chunk
-
-        self.stop_appending()
-        mode = os.fstat(reader).st_mode & 0o777
-        atomic_write(self.path, chunks(), mode=mode)
-        self.rewritten(end + len(line) - old_length)

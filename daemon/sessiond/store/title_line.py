@@ -5,7 +5,8 @@ and then writing the new 256-byte title line over the old one, in place; its fil
 no ``session_info``. sessiond does the same through ``session/setName`` (as the user's
 choice, ``source: "user"``), so oh-my-pi reads the name it wrote. A first line that is
 not exactly 256 bytes (or follows a byte-order mark) is not overwritten in place: the
-file is rewritten atomically with the new line, every other byte kept.
+file is rewritten atomically with the new line, every other byte kept
+(``rewriting.rewrite_title``, file work a daemon does in a worker thread).
 
 Another program's rename shows up as its ``title_change`` appended; the store then
 reads the title line again (``reread``).
@@ -27,7 +28,6 @@ from sessiond.core.title_slot import (
 from sessiond.errors import InvalidParamsError
 from sessiond.wire.recovery import RecoveryReport
 
-from .entry_index import EntryIndex
 from .foreign_writes import ForeignWrites
 from .ledger import Ledger
 from .session_file import SessionFile
@@ -49,34 +49,28 @@ def rename_body(slot: TitleSlot, name: str) -> dict[str, object]:
     return body
 
 
+def in_place(slot: TitleSlot, file: SessionFile, recovery: RecoveryReport) -> bool:
+    """Whether a new title line can go over ``slot``'s in place (oh-my-pi's 256 bytes,
+    no byte-order mark before it), or into a file not written yet."""
+    fits = slot.length == TITLE_SLOT_BYTES and not recovery.byte_order_mark
+    return fits or not file.persisted
+
+
 def write_title(
-    slot: TitleSlot,
-    title: str,
-    timestamp: str,
-    *,
-    file: SessionFile,
-    index: EntryIndex,
-    ledger: Ledger,
-    foreign: ForeignWrites,
-    recovery: RecoveryReport,
+    title: str, timestamp: str, *, file: SessionFile, ledger: Ledger, foreign: ForeignWrites
 ) -> TitleSlot:
-    """The title line of ``title`` written over ``slot``'s: in place when the old one is
-    oh-my-pi's 256 bytes, else by an atomic rewrite (every line moves: the index follows,
-    the ledger is dropped). A session not written yet gets it when it is
-    (``first_line``). The new slot."""
+    """The title line of ``title`` written over the old one in place (``in_place``); a
+    session not written yet gets it when it is (``first_line``). The new slot."""
     line = serialize_title_slot(title, "user", timestamp)
-    if file.persisted and slot.length == TITLE_SLOT_BYTES and not recovery.byte_order_mark:
+    if file.persisted:
         file.overwrite_start(line)
         foreign.saw()
-    elif file.persisted:
-        file.replace_start(line, slot.length)
-        index.shift_offsets(len(line) - slot.length)
-        # The lines moved: the next open scans afresh.
-        ledger.drop()
-        recovery.byte_order_mark = False
-        foreign.skip_first = len(line)
-        foreign.saw()
-    new = TitleSlot(title=title, updated_at=timestamp, source="user", length=len(line))
+    return retitled(title, timestamp, len(line), ledger)
+
+
+def retitled(title: str, timestamp: str, length: int, ledger: Ledger) -> TitleSlot:
+    """The slot of the user's ``title`` written at ``timestamp`` in a line of ``length``."""
+    new = TitleSlot(title=title, updated_at=timestamp, source="user", length=length)
     ledger.retitled(new)
     return new
 
