@@ -3,7 +3,7 @@
 Against a real ``sessiond serve --socket`` with two clients: client A works on a big
 file, client B keeps asking about another session. Another program grows A's session by
 a sparse hole of 2 GiB, or replaces it with a big file, while it is open; or A forks a
-session of 150 MB, or the end of A's turn prunes an oh-my-pi session of 150 MB (which
+session of 150 MB, or the end of A's turn prunes an oh-my-pi session of 300 MB (which
 rewrites the file), or A reads a pruned output back from an archive grown by 1 GiB, or A
 renames an oh-my-pi session of 400 MB whose title line is not 256 bytes (which rewrites
 it too). Reading or writing any of that takes the daemon seconds; it does so in a worker

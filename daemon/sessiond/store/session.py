@@ -90,12 +90,12 @@ class SessionStore(ReadableSession):
     ) -> None:
         """Everything read from a scan of the file (or none: a new session); ``prepared``:
         its index and leaf, made ready where it was read."""
-        if scan_result is None:
-            self._file.set_end(0)
-        else:
-            self._file.set_end(scan_result.size, needs_newline=not scan_result.ends_with_newline)
+        self._file.end_as_read(scan_result)
         self._ledger.start(scan_result)
-        self.load(scan_result) if prepared is None else self.adopt(prepared)
+        if prepared is None:
+            self.load(scan_result)
+        else:
+            self.adopt(prepared)
         self._foreign.skip_first = self.title_slot.length if self.title_slot else 0
 
     # ------------------------------------------------------------------ opening

@@ -17,6 +17,7 @@ from .fileio import AppendFile, create_whole
 from .lines import read_chunks
 from .records import EntryRecord
 from .safe_files import open_regular
+from .scan_result import ScanResult
 
 FsyncPolicy = Literal["always", "batch", "never"]
 
@@ -68,6 +69,13 @@ class SessionFile:
         yet (an append writes one first)."""
         self._size = size
         self._needs_newline = needs_newline
+
+    def end_as_read(self, scan: ScanResult | None) -> None:
+        """The known lines are those ``scan`` read (none: a new session, nothing written)."""
+        if scan is None:
+            self.set_end(0)
+        else:
+            self.set_end(scan.size, needs_newline=not scan.ends_with_newline)
 
     # -- reading
 
