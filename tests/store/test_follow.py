@@ -117,6 +117,24 @@ def test_a_line_left_unfinished_past_the_grace_is_cut_off_when_appending(
     _assert_matches_a_fresh_open(store)
 
 
+def test_a_replacement_with_invalid_utf8_on_the_path_is_read_as_an_open_reads_it(
+    store: SessionStore,
+) -> None:
+    """The reread is made ready in a worker thread; its lines are read back there as the
+    store reads them, so bytes that are not UTF-8 are read as pi reads them, not refused."""
+    header, question, answer = store.path.read_bytes().split(b"\n")[:3]
+    damaged = answer.replace(b'"first answer"', b'"first \xff answer"', 1)
+    assert damaged != answer
+    temporary = store.path.with_name("tmp")
+    temporary.write_bytes(b"\n".join([header, question, damaged]) + b"\n")
+    os.replace(temporary, store.path)
+    followed = store.follow()
+    assert followed is not None and followed.reason == "fileRewritten"
+    last = store.records()[-1]
+    assert last.id in store.recovery.invalid_utf8_entries
+    assert store.get_branch()[-1].id == last.id
+
+
 @pytest.mark.parametrize("how", ["atomic replacement", "in-place rewrite", "truncation"])
 def test_a_replaced_or_rewritten_file_is_read_again(store: SessionStore, how: str) -> None:
     data = store.path.read_bytes()

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-import msgspec
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
 
-from sessiond.core.decode import NotAnEntry, decode_entry
 from sessiond.core.entries import Entry
 from sessiond.errors import FileChangedError
 from sessiond.wire.recovery import DamagedLine, RecoveryReport
@@ -16,6 +17,8 @@ from .entry_index import EntryIndex
 from .foreign_writes import ForeignWrites
 from .records import EntryRecord
 from .session_file import SessionFile
+
+T = TypeVar("T")
 
 
 class EntryReader:
@@ -32,15 +35,7 @@ class EntryReader:
         cached = self._index.cached(record)
         if cached is not None:
             return cached
-        line = self._line(record, line_check.readable_line, recovery)
-        try:
-            entry = decode_entry(line)
-        except (msgspec.DecodeError, NotAnEntry, RecursionError):
-            entry = None
-        if entry is None or entry.id != record.id:
-            # Indexed lines are JSON objects with that id: the file changed under us.
-            self._foreign.suspect()
-            raise line_check.changed(self._file.path, record)
+        entry = self._checked(record, line_check.checked_entry, recovery)
         self._index.keep(record, entry)
         return entry
 
@@ -48,7 +43,7 @@ class EntryReader:
         """The entry's line as stored (without the newline), valid UTF-8 and strict JSON."""
         if record.offset < 0:
             return self._file.unwritten_line(record.id)
-        return self._line(record, line_check.checked_line, recovery)
+        return self._checked(record, line_check.checked_line, recovery)
 
     def second_headers(self, records: list[EntryRecord]) -> list[DamagedLine]:
         """Session headers after the first, as damaged lines with their line numbers."""
@@ -64,9 +59,12 @@ class EntryReader:
             for record, number in zip(records, numbers, strict=True)
         ]
 
-    def _line(
-        self, record: EntryRecord, check: line_check.LineCheck, recovery: RecoveryReport
-    ) -> bytes:
+    def _checked(
+        self,
+        record: EntryRecord,
+        check: Callable[[EntryRecord, bytes, Path, RecoveryReport], T],
+        recovery: RecoveryReport,
+    ) -> T:
         data = self._file.read(record.offset, record.length)
         try:
             return check(record, data, self._file.path, recovery)

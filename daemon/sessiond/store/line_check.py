@@ -14,12 +14,13 @@ which entries those were.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Final, TypeAlias
+from typing import Final
 
 import msgspec
 
+from sessiond.core.decode import NotAnEntry, decode_entry
+from sessiond.core.entries import Entry
 from sessiond.core.jsjson import replace_lone_surrogates
 from sessiond.errors import FileChangedError
 from sessiond.wire.recovery import RecoveryReport
@@ -33,8 +34,6 @@ class _LineId(msgspec.Struct):
 
 # Reads the id and skips the rest of the line, checking that it is one JSON value.
 _ID_DECODER: Final = msgspec.json.Decoder(_LineId)
-
-LineCheck: TypeAlias = Callable[[EntryRecord, bytes, Path, RecoveryReport], bytes]
 
 
 def readable_line(record: EntryRecord, data: bytes, path: Path, report: RecoveryReport) -> bytes:
@@ -78,6 +77,19 @@ def checked_line(record: EntryRecord, data: bytes, path: Path, report: RecoveryR
     if not same:
         raise changed(path, record)
     return readable
+
+
+def checked_entry(record: EntryRecord, data: bytes, path: Path, report: RecoveryReport) -> Entry:
+    """The entry ``data`` holds, read as ``readable_line`` reads it; ``FileChangedError``
+    if it is not a JSON object with the record's id (the file changed under us)."""
+    line = readable_line(record, data, path, report)
+    try:
+        entry = decode_entry(line)
+    except (msgspec.DecodeError, NotAnEntry, RecursionError):
+        raise changed(path, record) from None
+    if entry.id != record.id:
+        raise changed(path, record)
+    return entry
 
 
 def changed(path: Path, record: EntryRecord) -> FileChangedError:

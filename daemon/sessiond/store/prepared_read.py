@@ -13,9 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-import msgspec
-
-from sessiond.core.decode import NotAnEntry, decode_entry
 from sessiond.core.dialect import Dialect, dialect_for
 from sessiond.core.entries import Entry
 from sessiond.core.title_slot import TitleSlot
@@ -51,17 +48,15 @@ def prepare_read(result: ScanResult, path: Path, fd: int) -> PreparedRead:
     second session headers already taken out): file work and work in proportion to the
     file, for any thread."""
 
+    # Lines are read back as the store reads them (``line_check``): invalid UTF-8 read as
+    # pi reads it, a line that is not the indexed entry refused.
     def raw_line(record: EntryRecord) -> bytes:
-        return os.pread(fd, record.length, record.offset)
+        data = os.pread(fd, record.length, record.offset)
+        return line_check.checked_line(record, data, path, result.report)
 
     def load(record: EntryRecord) -> Entry:
-        try:
-            entry = decode_entry(raw_line(record))
-        except (msgspec.DecodeError, NotAnEntry, RecursionError):
-            raise line_check.changed(path, record) from None
-        if entry.id != record.id:
-            raise line_check.changed(path, record)
-        return entry
+        data = os.pread(fd, record.length, record.offset)
+        return line_check.checked_entry(record, data, path, result.report)
 
     index = EntryIndex()
     headers = index.load(result.records, result.eager_lines, raw_line, result.report)
