@@ -14,7 +14,6 @@ given back only as the original of an entry whose keys it repeats.
 
 from __future__ import annotations
 
-import itertools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,10 +27,9 @@ from sessiond.errors import OriginalUnavailableError, SessiondError, StorageErro
 from .fileio import fsync_directory, write_all
 from .lines import MAX_LINE_BYTES, read_lines
 from .safe_files import (
-    not_ours,
     open_own_sidecar,
     open_regular,
-    refuse_other_names,
+    own_sidecar_status,
     refuse_writable_by_others,
 )
 
@@ -157,10 +155,7 @@ def read_original(path: Path, keys: CopyKeys) -> bytes:
 
 
 def _search(fd: int, path: Path, keys: CopyKeys) -> bytes:
-    status = os.fstat(fd)
-    if os.name == "posix" and status.st_uid != os.geteuid():
-        raise not_ours(path, _WHAT)
-    refuse_other_names(status, path, _WHAT)
+    status = own_sidecar_status(fd, path, _WHAT, _is_archive)
     refuse_writable_by_others(status, path, _WHAT)
     # A line holding the id's JSON is decoded; the others are only searched.
     needle = msgspec.json.encode(keys.entry_id)
@@ -168,12 +163,8 @@ def _search(fd: int, path: Path, keys: CopyKeys) -> bytes:
         needle = b""  # an escaped id may be spelled otherwise: decode every line
     found: bytes | None = None
     mismatched = overlong = 0
-    lines = read_lines(fd, status.st_size)
-    first = next(lines, None)
-    if first is None or first[1] is None or not _is_archive(first[1]):
-        raise not_ours(path, _WHAT)
     # An older archive has no mark: its first line is already an original.
-    for _offset, data, _length in itertools.chain([first], lines):
+    for _offset, data, _length in read_lines(fd, status.st_size):
         if data is None:
             overlong += 1  # longer than MAX_LINE_BYTES: never read
             continue

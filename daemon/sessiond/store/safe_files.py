@@ -106,10 +106,7 @@ def open_own_sidecar(
         return fd
     reader = open_regular(path, os.O_RDONLY, what=what)
     try:
-        status = os.fstat(reader)
-        if status.st_uid != os.geteuid() or not is_ours(_first_line(reader)):
-            raise not_ours(path, what)
-        refuse_other_names(status, path, what)
+        status = own_sidecar_status(reader, path, what, is_ours)
         fd = open_regular(path, flags, what=what, sidecar=True)
     finally:
         os.close(reader)
@@ -117,6 +114,19 @@ def open_own_sidecar(
         os.close(fd)
         raise not_ours(path, what)  # swapped between the look and the open
     return fd
+
+
+def own_sidecar_status(
+    fd: int, path: Path, what: str, is_ours: Callable[[bytes], bool]
+) -> os.stat_result:
+    """The status of the sidecar open on ``fd`` if sessiond made it: the user's own, one
+    name, a first line sessiond writes (``is_ours``); ``notOurs`` (or ``hardLink``)
+    otherwise. Only reads."""
+    status = os.fstat(fd)
+    if status.st_uid != os.geteuid() or not is_ours(_first_line(fd)):
+        raise not_ours(path, what)
+    refuse_other_names(status, path, what)
+    return status
 
 
 def _first_line(fd: int, most: int = 64 * 1024) -> bytes:
