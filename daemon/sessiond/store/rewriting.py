@@ -209,12 +209,16 @@ def write_rewrite(plan: RewritePlan) -> Rewritten:
             yield b"".join(pending)
 
     atomic_write(plan.path, lines_out(), mode=plan.mode)
-    fd = open_regular(plan.path, os.O_RDONLY)
+    return Rewritten(new_offsets, new_size, _observed(plan.path, new_size, plan.skip_first))
+
+
+def _observed(path: Path, end: int, skip_first: int) -> Observation:
+    """What the store will know of the file a rewrite just put in place."""
+    fd = open_regular(path, os.O_RDONLY)
     try:
-        seen = observe(fd, new_size, skip_first=plan.skip_first)
+        return observe(fd, end, skip_first=skip_first)
     finally:
         os.close(fd)
-    return Rewritten(new_offsets, new_size, seen)
 
 
 @dataclass
@@ -248,12 +252,7 @@ def rewrite_title(plan: TitleRewrite) -> Rewritten:
     finally:
         os.close(fd)
     end = plan.end + len(plan.line) - plan.old_length
-    fd = open_regular(plan.path, os.O_RDONLY)
-    try:
-        seen = observe(fd, end, skip_first=len(plan.line))
-    finally:
-        os.close(fd)
-    return Rewritten({}, end, seen)
+    return Rewritten({}, end, _observed(plan.path, end, len(plan.line)))
 
 
 class Rewriter:
